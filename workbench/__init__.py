@@ -1,0 +1,1 @@
+"""handoff-workbench: the Textual app and the `workbench` command line."""
