@@ -1,0 +1,49 @@
+"""Write one benchmark's figures into its own section of BENCHMARKS.md.
+
+Each benchmark script owns the section between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`
+and replaces only that, so scripts can run alone or together and never clobber each other.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCHMARKS_MD = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
+HEADER = (
+    "# Benchmarks\n\n"
+    "Measured figures, each section written by the script named in it. Speed targets live here,\n"
+    "never as wall-clock asserts in tests. Re-run one with the command shown, or all with\n"
+    "`make bench`.\n"
+)
+
+
+def machine_line() -> str:
+    """One line naming where the figures were measured."""
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d')}"
+    )
+
+
+def write_section(name: str, title: str, command: str, body: str) -> None:
+    """Replace (or append) section `name` of BENCHMARKS.md with `body` (markdown)."""
+    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    section = (
+        f"{start}\n## {title}\n\n"
+        f"Command: `{command}`  \nMachine: {machine_line()}\n\n{body.rstrip()}\n{end}"
+    )
+    text = BENCHMARKS_MD.read_text(encoding="utf-8") if BENCHMARKS_MD.exists() else HEADER
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section, text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    tmp = BENCHMARKS_MD.with_suffix(".md.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, BENCHMARKS_MD)
+    print(section, file=sys.stdout)
