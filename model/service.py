@@ -33,6 +33,8 @@ class ServiceTable:
         hbm_bytes: (B, S) bytes read from and written to HBM by the whole batch.
         memory_bound_bytes: (B, S) the part of hbm_bytes moved by memory-bound kernels: spread
             over memory_bound_ms it gives the burst demand rate that contends for HBM.
+        spill_bytes: (B, S) the part of hbm_bytes caused by fused working sets or tiles that
+            overflow on-chip SRAM (0 where everything fits).
         peak_hbm_gbs: (B, S) highest demand rate of any single kernel in the batch, GB/s.
         launches: (B, S) int64, kernels launched per batch.
         fallback: (S,) bool, True where the shape is outside every compiled bucket and runs the
@@ -51,6 +53,7 @@ class ServiceTable:
     memory_bound_ms: np.ndarray
     hbm_bytes: np.ndarray
     memory_bound_bytes: np.ndarray
+    spill_bytes: np.ndarray
     peak_hbm_gbs: np.ndarray
     launches: np.ndarray
     fallback: np.ndarray
@@ -66,6 +69,7 @@ class ServiceTable:
             "memory_bound_ms",
             "hbm_bytes",
             "memory_bound_bytes",
+            "spill_bytes",
             "peak_hbm_gbs",
             "launches",
         ):
