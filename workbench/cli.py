@@ -1,10 +1,65 @@
-"""The `workbench` command line (placeholder until the packet format lands)."""
+"""The `workbench` command line.
+
+With no sub-command it opens the app on the default example packet. Exit codes: 0 success,
+1 invalid input (a packet problem, a failed check), 2 usage error (bad arguments, unreadable
+file), 130 interrupted. Errors are one line each; a traceback is shown only with
+WORKBENCH_DEBUG=1. Textual is imported only by the commands that open the app.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+from collections.abc import Sequence
+
+from packets.errors import PacketError, UsageError
+
+from .commands import check, examples, open_app, schema
+
+COMMANDS = (open_app, check, schema, examples)
 
 
-def main(argv: list[str] | None = None) -> int:
-    print("workbench: not yet", file=sys.stderr)
-    return 2
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description="Terminal workbench for accelerator performance triage with handoff packets.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["open", *(argv or sys.argv[1:])])
+    try:
+        return args.run(args)
+    except PacketError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 1
+    except UsageError as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # last line of defence: one line, never a traceback
+        if os.environ.get("WORKBENCH_DEBUG"):
+            raise
+        print(
+            f"workbench: internal error: {type(exc).__name__}: {exc} "
+            "(set WORKBENCH_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

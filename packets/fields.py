@@ -1,0 +1,111 @@
+"""Leaf field types of the packet schema.
+
+Every leaf goes through one of these so that plain YAML text (`Plain`) is interpreted by the
+schema, not by the YAML reader: numbers by YAML 1.2 core rules, booleans as true/false only,
+text exactly as written. Values built in Python (by the app, or tests) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Discriminator, Field, Tag
+
+from .strict_yaml import Plain, parse_bool, parse_number, resolve_plain
+
+_SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")
+_PRINCIPAL_RE = re.compile(r"[^\s@,*?!\"]+@[^\s@,*?!\"]+\Z")
+TAG_PREFIX = "~"  # union tags carry this prefix so error paths can drop them
+
+
+def _as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, str) else value
+
+
+def _as_number(value: Any) -> Any:
+    if isinstance(value, Plain):
+        return parse_number(value)
+    if isinstance(value, str):
+        raise ValueError(f"expected a number, got the quoted text '{value}': remove the quotes")
+    return value
+
+
+def _as_bool(value: Any) -> Any:
+    if isinstance(value, Plain):
+        return parse_bool(value)
+    if isinstance(value, str):
+        raise ValueError(f"expected true or false, got the quoted text '{value}'")
+    return value
+
+
+def _as_slug(value: Any) -> Any:
+    value = _as_text(value)
+    if isinstance(value, str) and not _SLUG_RE.match(value):
+        raise ValueError(
+            f"'{value}' is not a slug: use 1-64 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _as_principal(value: Any) -> Any:
+    value = _as_text(value)
+    if isinstance(value, str) and not _PRINCIPAL_RE.match(value):
+        raise ValueError(
+            f"'{value}' is not a principal: use an e-mail-like identity such as "
+            "ada@example.com (no spaces, commas or wildcards)"
+        )
+    return value
+
+
+def _resolve_tree(value: Any) -> Any:
+    return resolve_plain(value)
+
+
+def integer(**bounds: int) -> Any:
+    """A whole-number field with bounds (gt, ge, lt, le), read from plain YAML text."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_as_number)]
+
+
+def number(**bounds: float) -> Any:
+    """A finite real-number field with bounds (gt, ge, lt, le), read from plain YAML text."""
+    return Annotated[float, Field(allow_inf_nan=False, **bounds), BeforeValidator(_as_number)]
+
+
+Text = Annotated[str, Field(min_length=1), BeforeValidator(_as_text)]
+Slug = Annotated[str, BeforeValidator(_as_slug)]
+Principal = Annotated[str, BeforeValidator(_as_principal)]
+PosInt = integer(gt=0)
+NonNegInt = integer(ge=0)
+Seed = integer(ge=0, lt=2**63)
+Float = number()
+PosFloat = number(gt=0)
+NonNegFloat = number(ge=0)
+Fraction = number(ge=0, le=1)
+Bool = Annotated[bool, BeforeValidator(_as_bool)]
+FreeForm = Annotated[Any, BeforeValidator(_resolve_tree)]
+
+Dtype = Annotated[Literal["bf16", "fp16", "fp8", "int8", "fp32"], BeforeValidator(_as_text)]
+
+
+def choice(*values: str) -> Any:
+    """A text field that must be one of `values` (written as given, e.g. `placement`)."""
+    return Annotated[Literal[values], BeforeValidator(_as_text)]  # type: ignore[valid-type]
+
+
+def tagged(by: Any, **variants: Any) -> Any:
+    """A union whose variant is picked by `by(value) -> name`; error paths drop the tag."""
+    members = tuple(Annotated[t, Tag(TAG_PREFIX + name)] for name, t in variants.items())
+
+    def pick(value: Any) -> str | None:
+        name = by(value)
+        return None if name is None else TAG_PREFIX + name
+
+    return Annotated[members[0] if len(members) == 1 else _union(members), Discriminator(pick)]
+
+
+def _union(members: tuple[Any, ...]) -> Any:
+    from typing import Union
+
+    return Union[members]  # noqa: UP007 (built from a runtime tuple)

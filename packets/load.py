@@ -1,0 +1,82 @@
+"""Reading packets: bytes -> strict YAML -> schema -> cross-field checks, with every problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .checks import semantic_problems
+from .errors import PacketError, Problem, UsageError
+from .messages import problems_from_validation
+from .schema import FORMAT, Packet
+from .strict_yaml import LoadedYaml, load_yaml
+
+
+@dataclass(frozen=True)
+class LoadedPacket:
+    """A valid packet with where it came from and the warnings found while loading it."""
+
+    packet: Packet
+    name: str
+    raw: bytes
+    base_dir: Path | None
+    warnings: tuple[Problem, ...]
+    yaml: LoadedYaml | None = None
+
+    def line_of(self, path: tuple[str | int, ...]) -> int:
+        """Line of a field in the source (0 when the packet did not come from a file)."""
+        return self.yaml.line_of(path) if self.yaml else 0
+
+
+def parse_packet(raw: bytes, name: str = "<packet>", base_dir: Path | None = None) -> LoadedPacket:
+    """Validate packet bytes. Raises PacketError listing every error; never anything else.
+
+    `name` labels errors; `base_dir` resolves relative paths inside the packet (traces,
+    hardware files).
+    """
+    loaded = load_yaml(raw, name)
+    data = loaded.data
+    if not isinstance(data, dict):
+        raise PacketError.single(name, 1, (), "a packet is a YAML mapping of sections")
+    version = data.get("format")
+    if version is None:
+        raise PacketError.single(name, 1, ("format",), f"required field is missing ('{FORMAT}')")
+    if version != FORMAT:
+        raise PacketError.single(
+            name,
+            loaded.line_of(("format",)),
+            ("format",),
+            f"unknown format '{version}': this workbench reads {FORMAT}",
+        )
+    try:
+        packet = Packet.model_validate(data)
+    except ValidationError as exc:
+        raise PacketError(problems_from_validation(Packet, exc, loaded, name)) from None
+    found = semantic_problems(packet, loaded, name, base_dir)
+    errors = [p for p in found if p.severity == "error"]
+    if errors:
+        raise PacketError(errors)
+    warnings = tuple(p for p in found if p.severity != "error")
+    return LoadedPacket(packet, name, raw, base_dir, warnings, loaded)
+
+
+def read_file_bytes(path: Path) -> bytes:
+    """Read a file a user named, raising UsageError (exit 2) when it cannot be read at all."""
+    try:
+        if path.is_dir():
+            raise UsageError(f"{path}: is a directory, not a packet file")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def load_packet(path: str | Path) -> LoadedPacket:
+    """Read and validate the packet file at `path` (UsageError or PacketError on failure)."""
+    path = Path(path)
+    return parse_packet(read_file_bytes(path), str(path), path.resolve().parent)

@@ -1,0 +1,374 @@
+"""The handoff-packet format, version 1, as pydantic models.
+
+Field order here is the order the canonical writer uses. Units are in the field names
+(`_ms`, `_us`, `_gbs` = GB/s, `_kib`, `_mib`, `_per_s`). The names listed as a contract in
+packets/FORMAT.md are relied on by scripts and must not change within format version 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .fields import (
+    Bool,
+    Dtype,
+    Float,
+    Fraction,
+    FreeForm,
+    NonNegFloat,
+    PosFloat,
+    PosInt,
+    Principal,
+    Seed,
+    Slug,
+    Text,
+    choice,
+    integer,
+    number,
+    tagged,
+)
+
+FORMAT = "handoff-packet/1"
+TOPICS = ("operator-fusion-and-tiling", "compiler-runtime-mapping")
+PLACEMENTS = ("central-queue", "round-robin", "random", "least-loaded", "shape-affinity")
+FUSION_PRESETS = ("none", "standard", "aggressive")
+BLOCK_KINDS = ("llama-decoder", "mlp", "attention")
+
+# Owner roles per topic, each with the closure artifact that role carries.
+ROLES_BY_TOPIC: dict[str, dict[str, str]] = {
+    "operator-fusion-and-tiling": {
+        "ml-compiler-engineer": "design rationale and trade-offs",
+        "kernel-performance-owner": "profile traces and bottleneck map",
+        "runtime-systems-engineer": "test report and closure memo",
+    },
+    "compiler-runtime-mapping": {
+        "compiler-lead": "design rationale and trade-offs",
+        "runtime-lead": "profile traces and bottleneck map",
+        "observability-engineer": "test report and closure memo",
+    },
+}
+ALL_ROLES = tuple(role for roles in ROLES_BY_TOPIC.values() for role in roles)
+
+MAX_REQUESTS = 10_000_000  # ~1 GB of per-request arrays; beyond that use several runs
+
+
+class Strict(BaseModel):
+    """Base for every section: unknown keys are errors, types are never coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Artifact(Strict):
+    """An owner's closure artifact: where it lives and what it concludes."""
+
+    ref: Text = Field(description="Path or URL of the artifact.")
+    summary: Text | None = Field(default=None, description="One-paragraph conclusion.")
+
+
+class Owner(Strict):
+    """An owner who signs the packet for one role."""
+
+    role: choice(*ALL_ROLES)  # type: ignore[valid-type]
+    name: Text
+    principal: Principal = Field(description="E-mail-like identity a signature is bound to.")
+    artifact: Artifact | None = None
+
+
+class Block(Strict):
+    """The representative model block. Dimensions a kind does not use must be left out."""
+
+    kind: choice(*BLOCK_KINDS)  # type: ignore[valid-type]
+    phase: choice("prefill", "decode")  # type: ignore[valid-type]
+    dtype: Dtype
+    hidden: PosInt
+    heads: PosInt | None = None
+    kv_heads: PosInt | None = None
+    head_dim: PosInt | None = None
+    ffn_hidden: PosInt | None = None
+    layers: PosInt = Field(default=1, description="Times the block runs per request.")
+
+
+class Arrivals(Strict):
+    """Request arrival process."""
+
+    process: choice("poisson", "gamma", "trace")  # type: ignore[valid-type]
+    rate_per_s: PosFloat | None = Field(default=None, description="Mean arrival rate, 1/s.")
+    cv: PosFloat | None = Field(default=None, description="Gamma inter-arrival CV.")
+    trace: Text | None = Field(
+        default=None,
+        description="File of arrival times in ms, one per line, relative to the packet.",
+    )
+
+
+class ShapeMix(Strict):
+    """Discrete distribution of one runtime shape dimension."""
+
+    values: list[PosInt] = Field(min_length=1)
+    weights: list[Fraction] = Field(min_length=1)
+
+
+class Shapes(Strict):
+    """The changing input shapes. `seq_len` is prompt tokens (prefill) or KV length (decode)."""
+
+    seq_len: ShapeMix
+
+
+class Workload(Strict):
+    """The workload profile."""
+
+    block: Block
+    arrivals: Arrivals
+    shapes: Shapes
+    shape_source: choice("production", "synthetic") = Field(  # type: ignore[valid-type]
+        default="synthetic",
+        description="Whether the shape mix comes from production traffic or was made up.",
+    )
+    requests: integer(gt=0, le=MAX_REQUESTS)  # type: ignore[valid-type]
+    warmup_fraction: number(ge=0, le=0.9) = Field(  # type: ignore[valid-type]
+        default=0.0, description="Share of the earliest requests left out of statistics."
+    )
+
+
+class Sla(Strict):
+    """Service-level target, judged on the tail."""
+
+    p95_ms: PosFloat
+    p99_ms: PosFloat
+    min_throughput_per_s: PosFloat | None = None
+
+
+class Quality(Strict):
+    """Model quality threshold and the measured quality per precision (the evidence)."""
+
+    metric: Text
+    threshold: Float
+    higher_is_better: Bool = True
+    measured: dict[Dtype, Float] = Field(default_factory=dict)
+    evidence: Text | None = Field(default=None, description="Where the measurements come from.")
+
+
+class Precision(Strict):
+    """Numeric precision the block runs in and its quality gate."""
+
+    dtype: Dtype
+    quality: Quality
+
+
+class Metadata(Strict):
+    """Software and platform versions the evidence was produced with (text, kept as written)."""
+
+    compiler: Text
+    runtime: Text
+    firmware: Text
+    model_revision: Text
+    power_mode: Text
+
+
+class Hardware(Strict):
+    """Hardware envelope: a preset, a hardware YAML file, or explicit fields (which override)."""
+
+    preset: Text | None = None
+    file: Text | None = Field(default=None, description="Hardware YAML, relative to the packet.")
+    source: Text | None = Field(default=None, description="Where the figures come from.")
+    cores: PosInt | None = Field(default=None, description="Placement targets (overrides preset).")
+    units_per_core: PosInt | None = None
+    peak_tflops: dict[Dtype, PosFloat] | None = None
+    hbm_gbs: PosFloat | None = None
+    sram_kib_per_unit: PosFloat | None = None
+    shared_cache_mib: NonNegFloat | None = None
+    launch_overhead_us: NonNegFloat | None = None
+    min_kernel_us: NonNegFloat | None = None
+    clock_scale: number(gt=0, le=2) | None = None  # type: ignore[valid-type]
+
+
+class Inputs(Strict):
+    """Everything the packet's claims rest on."""
+
+    workload: Workload
+    sla: Sla
+    precision: Precision
+    metadata: Metadata
+    hardware: Hardware
+
+
+class GemmTile(Strict):
+    """A GEMM tile: output block m x n, reduction step k."""
+
+    m: PosInt
+    n: PosInt
+    k: PosInt
+
+
+class AttentionTile(Strict):
+    """An attention tile: query block and key/value block lengths."""
+
+    q: PosInt
+    kv: PosInt
+
+
+def _tile_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "auto"
+    if isinstance(value, dict):
+        return "attention" if ("q" in value or "kv" in value) else "gemm"
+    if isinstance(value, GemmTile):
+        return "gemm"
+    if isinstance(value, AttentionTile):
+        return "attention"
+    return None
+
+
+Tile = tagged(_tile_kind, gemm=GemmTile, attention=AttentionTile, auto=choice("auto"))
+
+
+def _fusion_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "preset"
+    if isinstance(value, list | tuple):
+        return "groups"
+    return None
+
+
+Fusion = tagged(
+    _fusion_kind,
+    preset=choice(*FUSION_PRESETS),
+    groups=list[list[Text]],
+)
+
+
+class CompiledShapes(Strict):
+    """Shape buckets the compiler built kernels for; anything larger takes the fallback path."""
+
+    seq_len: list[PosInt] = Field(min_length=1)
+
+
+class Fallback(Strict):
+    """The generic path for shapes outside every compiled bucket."""
+
+    compile_stall_ms: NonNegFloat = Field(
+        default=0.0, description="One-time JIT compile stall per new shape, ms."
+    )
+    dispatch_overhead_us: NonNegFloat = Field(
+        default=0.0, description="Extra host dispatch per kernel on the generic path, us."
+    )
+
+
+class BatchPolicy(Strict):
+    """Dynamic batching, Triton semantics."""
+
+    max_batch: integer(gt=0, le=1024)  # type: ignore[valid-type]
+    max_queue_delay_ms: NonNegFloat
+    bucketing: Bool = Field(default=False, description="Keep each batch within one shape bucket.")
+
+
+class ModelService(Strict):
+    """Service times come from the compile-plan model."""
+
+    source: choice("model")  # type: ignore[valid-type]
+
+
+class DistributionService(Strict):
+    """Service times pinned to a distribution (capacity planning, queueing-theory checks)."""
+
+    source: choice("distribution")  # type: ignore[valid-type]
+    dist: choice("exponential", "deterministic", "lognormal")  # type: ignore[valid-type]
+    mean_ms: PosFloat
+    cv: NonNegFloat | None = None
+
+
+def _service_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        source = value.get("source")
+        return str(source) if source in ("model", "distribution") else None
+    if isinstance(value, ModelService):
+        return "model"
+    if isinstance(value, DistributionService):
+        return "distribution"
+    return None
+
+
+Service = tagged(_service_kind, model=ModelService, distribution=DistributionService)
+
+
+class Config(Strict):
+    """A complete deployable configuration: the baseline, or a candidate applied to it."""
+
+    fusion: Fusion  # type: ignore[valid-type]
+    tiles: dict[Text, Tile] = Field(default_factory=dict)  # type: ignore[valid-type]
+    compiled_shapes: CompiledShapes
+    fallback: Fallback = Field(default_factory=Fallback)
+    batch_policy: BatchPolicy
+    placement: choice(*PLACEMENTS)  # type: ignore[valid-type]
+    service: Service = Field(default_factory=lambda: ModelService(source="model"))  # type: ignore[valid-type]
+
+
+class FallbackPatch(Strict):
+    """Fields of `fallback` a candidate changes."""
+
+    compile_stall_ms: NonNegFloat | None = None
+    dispatch_overhead_us: NonNegFloat | None = None
+
+
+class BatchPolicyPatch(Strict):
+    """Fields of `batch_policy` a candidate changes."""
+
+    max_batch: integer(gt=0, le=1024) | None = None  # type: ignore[valid-type]
+    max_queue_delay_ms: NonNegFloat | None = None
+    bucketing: Bool | None = None
+
+
+class Candidate(Strict):
+    """A named change against the baseline. Only the knobs it names differ from the baseline;
+    `tiles` entries are merged per op (`auto` returns an op to the autotuner)."""
+
+    name: Slug
+    description: Text
+    dtype: Dtype | None = Field(default=None, description="Precision change, if any.")
+    fusion: Fusion | None = None  # type: ignore[valid-type]
+    tiles: dict[Text, Tile] | None = None  # type: ignore[valid-type]
+    compiled_shapes: CompiledShapes | None = None
+    fallback: FallbackPatch | None = None
+    batch_policy: BatchPolicyPatch | None = None
+    placement: choice(*PLACEMENTS) | None = None  # type: ignore[valid-type]
+    service: Service | None = None  # type: ignore[valid-type]
+
+
+class Outputs(Strict):
+    """What the workbench concluded (written by its commands, not by hand)."""
+
+    classification: FreeForm | None = None
+    mitigation: FreeForm | None = None
+    validation_matrix: FreeForm | None = None
+    rollback_triggers: FreeForm | None = None
+    release: FreeForm | None = None
+
+
+class Signature(Strict):
+    """One owner's SSHSIG over the packet's approval statement."""
+
+    role: choice(*ALL_ROLES)  # type: ignore[valid-type]
+    principal: Principal
+    key_fingerprint: Text
+    time: Text
+    decision: Text
+    statement: Text
+    signature: Text
+
+
+class Packet(Strict):
+    """A handoff packet, format version 1."""
+
+    format: choice(FORMAT)  # type: ignore[valid-type]
+    id: Slug
+    title: Text
+    topic: choice(*TOPICS)  # type: ignore[valid-type]
+    anchor_metric: Text = Field(description="The one primary metric the packet argues about.")
+    seed: Seed = Field(description="Every random draw in the model derives from it.")
+    owners: list[Owner] = Field(min_length=1)
+    inputs: Inputs
+    baseline: Config
+    candidates: list[Candidate] = Field(default_factory=list)
+    outputs: Outputs = Field(default_factory=Outputs)
+    signatures: list[Signature] = Field(default_factory=list)
