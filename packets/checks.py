@@ -99,15 +99,18 @@ def _arrivals(packet: Packet, base_dir: Path | None) -> Found:
         elif arrivals.rate_per_s is not None:
             yield ((*base, "rate_per_s"), "a trace sets its own rate: remove it", "error")
         else:
-            path = Path(arrivals.trace)
-            if not path.is_absolute():
-                path = (base_dir or Path.cwd()) / path
             try:
-                read_trace(path)
+                read_trace(resolve_relative(arrivals.trace, base_dir), arrivals.trace)
             except UsageError as exc:
-                yield ((*base, "trace"), str(exc), "error")
+                yield ((*base, "trace"), f"{exc} (paths are relative to the packet)", "error")
             except PacketError as exc:
                 yield ((*base, "trace"), f"bad trace: {exc.problems[0]}", "error")
+
+
+def resolve_relative(name: str, base_dir: Path | None) -> Path:
+    """A path written in a packet, taken relative to the packet's folder."""
+    path = Path(name)
+    return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
 def _shapes_and_requests(packet: Packet) -> Found:
@@ -200,7 +203,10 @@ def _candidates(packet: Packet) -> Found:
             )
         names.setdefault(candidate.name, i)
         resolved = apply_candidate(packet.baseline, candidate)
-        yield from _config(resolved, ("candidates", i))
+        overridden = {name for name in type(candidate).model_fields if getattr(candidate, name)}
+        for path, message, severity in _config(resolved, ("candidates", i)):
+            if path[2] in overridden:  # the baseline's own problems are reported once, there
+                yield path, message, severity
         if resolved == packet.baseline and candidate.dtype in (None, packet.inputs.precision.dtype):
             yield (("candidates", i), f"candidate '{candidate.name}' changes nothing", "warning")
 

@@ -24,7 +24,11 @@ class _CanonicalDumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value and _literal_ok(value) else None
+    if not value.replace("\n", "").isprintable():
+        # Line separators (NEL, U+2028) and control characters: only escapes survive a re-read.
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value and _literal_ok(value) else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -55,8 +59,11 @@ def _represent_float(dumper: yaml.SafeDumper, value: float) -> yaml.ScalarNode:
     text = repr(value)
     if text in ("inf", "-inf", "nan"):
         text = {"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}[text]
-    elif "." not in text and "e" not in text:
-        text += ".0"
+    else:
+        mantissa, e, exponent = text.partition("e")
+        if "." not in mantissa:  # PyYAML tags a float without '.' explicitly: keep it plain
+            mantissa += ".0"
+        text = mantissa + e + exponent
     return dumper.represent_scalar("tag:yaml.org,2002:float", text)
 
 

@@ -117,7 +117,7 @@ def _message(root: type[BaseModel], error: Any, path: tuple[str | int, ...]) -> 
     }
     if kind in comparisons:
         words, key = comparisons[kind]
-        return f"must be {words} {ctx.get(key)}, got {_describe(value)}"
+        return f"must be {words} {ctx.get(key):g}, got {_describe(value)}"
     if kind == "finite_number":
         return f"must be a finite number, got {_describe(value)}"
     if kind in ("int_type", "int_from_float"):

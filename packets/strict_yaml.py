@@ -208,6 +208,13 @@ def _decode(raw: bytes, name: str) -> str:
     return text
 
 
+def _reader_problem(text: str, exc: yaml.reader.ReaderError, name: str) -> PacketError:
+    line = text[: exc.position].count("\n") + 1
+    return PacketError.single(
+        name, line, (), f"character U+{exc.character:04X} is not allowed in YAML text"
+    )
+
+
 def load_yaml(raw: bytes, name: str) -> LoadedYaml:
     """Load one strict YAML document from `raw` bytes; `name` is used in error messages.
 
@@ -216,7 +223,10 @@ def load_yaml(raw: bytes, name: str) -> LoadedYaml:
     non-text or duplicate mapping keys, and nesting deeper than MAX_DEPTH.
     """
     text = _decode(raw, name)
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        raise _reader_problem(text, exc, name) from None
     try:
         node = loader.get_single_node()
     except _Refused as exc:
@@ -235,7 +245,9 @@ def load_yaml(raw: bytes, name: str) -> LoadedYaml:
         line = mark.line + 1 if mark else 1
         detail = f"{exc.context}, {exc.problem}" if exc.context else str(exc.problem)
         raise PacketError.single(name, line, (), f"YAML syntax error: {detail}") from None
-    except yaml.YAMLError as exc:  # reader errors (control characters) carry no mark
+    except yaml.reader.ReaderError as exc:
+        raise _reader_problem(text, exc, name) from None
+    except yaml.YAMLError as exc:
         raise PacketError.single(name, 1, (), f"YAML error: {exc}") from None
     except RecursionError:
         raise PacketError.single(name, 1, (), "nesting too deep") from None

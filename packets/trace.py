@@ -17,13 +17,13 @@ from .errors import PacketError, Problem, UsageError
 MAX_TRACE_BYTES = 256 * 1024 * 1024
 
 
-def read_trace(path: Path) -> np.ndarray:
+def read_trace(path: Path, label: str | None = None) -> np.ndarray:
     """Arrival times (ms, float64, non-decreasing, shifted so the first is 0) from `path`.
 
     Raises UsageError when the file cannot be read and PacketError naming the line of the first
     bad value otherwise.
     """
-    name = str(path)
+    name = label or str(path)
     try:
         size = path.stat().st_size
         if path.is_dir():
@@ -32,7 +32,7 @@ def read_trace(path: Path) -> np.ndarray:
             raise UsageError(f"{name}: trace is {size >> 20} MiB; the cap is 256 MiB")
         raw = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"{name}: cannot read arrival trace: {exc.strerror}") from None
+        raise UsageError(f"{name}: cannot read arrival trace: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
