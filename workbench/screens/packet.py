@@ -1,0 +1,70 @@
+"""The Packet step: every input field, editable, with problems shown where they are."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from packets.errors import Problem, dotted
+from workbench.form import SECTION_TITLES, FieldSpec, input_fields, value_at
+from workbench.session import WorkingPacket
+from workbench.widgets.field_editor import FieldEditor, editor_for
+
+from .base import StepScreen
+
+
+def editor_id(spec: FieldSpec) -> str:
+    """The DOM id of a field's editor, e.g. field-sla-p95_ms."""
+    return "field-" + spec.label.replace(".", "-")
+
+
+def _warning_for(spec: FieldSpec, warnings: tuple[Problem, ...]) -> str:
+    here = [w.message for w in warnings if w.path[: len(spec.path)] == spec.path]
+    return "; ".join(here)
+
+
+class PacketScreen(StepScreen):
+    """The packet's identity, its warnings, and one editor per input field by section."""
+
+    def compose_main(self) -> ComposeResult:
+        working = self.workbench.working
+        with VerticalScroll(id="form"):
+            yield Static("", id="packet-identity")
+            yield Static("", id="packet-warnings", markup=False)
+            section = ""
+            for spec in input_fields():
+                if spec.section != section:
+                    section = spec.section
+                    yield Static(SECTION_TITLES.get(section, section), classes="section")
+                yield editor_for(spec, value_at(working.packet, spec.path), id=editor_id(spec))
+
+    def show_packet(self, working: WorkingPacket) -> None:
+        packet = working.packet
+        owners = ", ".join(o.name for o in packet.owners)
+        identity = Text.assemble((packet.title, "bold"), f"\n{packet.topic} · owners: {owners}")
+        self.query_one("#packet-identity", Static).update(identity)
+        paths = {spec.path for spec in input_fields()}
+        elsewhere = [w for w in working.warnings if w.path[:4] not in paths]
+        shown = [f"⚠ {dotted(w.path)}: {w.message}" for w in working.warnings]
+        warnings = self.query_one("#packet-warnings", Static)
+        warnings.update("\n".join(shown))
+        warnings.display = bool(shown)
+        warnings.set_class(bool(elsewhere), "-elsewhere")
+        for editor in self.query(FieldEditor):
+            spec = editor.spec
+            pending = working.pending.get(dotted(spec.path))
+            editor.show_value(value_at(packet, spec.path), pending)
+            editor.warning = _warning_for(spec, working.warnings)
+            if pending is not None and not editor.problem:
+                editor.read(pending)  # recovered refused text: say again why it was refused
+
+    def on_field_editor_edited(self, event: FieldEditor.Edited) -> None:
+        event.stop()
+        problem = self.workbench.edit(event.editor.spec.path, event.value, event.text)
+        event.editor.problem = problem.message if problem else ""
+
+    def on_field_editor_refused(self, event: FieldEditor.Refused) -> None:
+        event.stop()
+        self.workbench.keep_refused(event.editor.spec.path, event.text)
