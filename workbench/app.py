@@ -16,14 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 
-from packets.errors import Problem, UsageError
+from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
 
 from . import drafts
@@ -106,6 +106,7 @@ class WorkbenchApp(App[int]):
         """A line for the command line to print after exit (where unsaved edits were kept)."""
         self._startup_warnings: list[str] = []
         self._overwrite_armed = False
+        self._exit_deadline: threading.Timer | None = None
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
         for step in self.steps:
             self.add_mode(step.id, partial(step.screen, step))
@@ -163,11 +164,21 @@ class WorkbenchApp(App[int]):
     def _on_terminate(self, signum: int) -> None:
         """SIGHUP (the terminal or SSH link is gone) or SIGTERM: save the draft, then exit."""
         self.save_draft_now()
-        # A dead terminal can stall the driver's restore writes: exit regardless after a grace.
-        timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(128 + signum,))
-        timer.daemon = True
-        timer.start()
-        self.exit(128 + signum)
+        if not self.is_headless and self._exit_deadline is None:
+            # A dead terminal can stall the driver's restore writes: exit regardless after a
+            # grace period (cancelled in `run` once the app has exited on its own).
+            self._exit_deadline = threading.Timer(EXIT_GRACE_S, os._exit, args=(128 + signum,))
+            self._exit_deadline.daemon = True
+            self._exit_deadline.start()
+        self.exit(return_code=128 + signum)
+
+    def run(self, *args: Any, **kwargs: Any) -> int | None:
+        """Run the app (see `App.run`); a pending hangup deadline is cancelled on return."""
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            if self._exit_deadline is not None:
+                self._exit_deadline.cancel()
 
     # --- drafts ----------------------------------------------------------------------------
 
@@ -248,9 +259,15 @@ class WorkbenchApp(App[int]):
         self.working = result
         return None
 
-    def keep_refused(self, path: tuple[str | int, ...], text: str) -> None:
-        """Remember text a field refused, so the draft keeps it."""
-        self.working = set_pending(self.working, path, text)
+    def check_edit(self, path: tuple[str | int, ...], value: object) -> Problem | None:
+        """Why an edit would be refused (None when it would be applied); changes nothing."""
+        result = apply_edit(self.working, path, value)
+        return result if isinstance(result, Problem) else None
+
+    def keep_typed(self, path: tuple[str | int, ...], text: str | None) -> None:
+        """Remember text typed but not applied (None: there is none), so the draft keeps it."""
+        if self.working.pending.get(dotted(path)) != text:
+            self.working = set_pending(self.working, path, text)
 
     def watch_working(self, working: WorkingPacket) -> None:
         self.save_draft_now()
@@ -262,7 +279,7 @@ class WorkbenchApp(App[int]):
         if working.dirty:
             marks.append("● unsaved")
         if working.pending:
-            marks.append(f"{len(working.pending)} refused")
+            marks.append(f"{len(working.pending)} not applied")
         self.sub_title = "  ".join([working.packet.id, *marks])
 
     # --- steps -----------------------------------------------------------------------------

@@ -30,6 +30,10 @@ class StepScreen(Screen):
         super().__init__(id=f"step-{step.id}")
         self.step = step
         self._shown: WorkingPacket | None = None
+        # Start with the breakpoint class the first resize will set: restyling every widget
+        # when it arrives is most of a large screen's start-up time.
+        breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
+        self.add_class(*self._get_breakpoint_classes(self.app.size.width, breakpoints))
 
     @property
     def workbench(self) -> WorkbenchApp:

@@ -11,6 +11,7 @@ from packets.errors import Problem, dotted
 from workbench.form import SECTION_TITLES, FieldSpec, input_fields, value_at
 from workbench.session import WorkingPacket
 from workbench.widgets.field_editor import FieldEditor, editor_for
+from workbench.widgets.note import Note
 
 from .base import StepScreen
 
@@ -31,8 +32,8 @@ class PacketScreen(StepScreen):
     def compose_main(self) -> ComposeResult:
         working = self.workbench.working
         with VerticalScroll(id="form"):
-            yield Static("", id="packet-identity")
-            yield Static("", id="packet-warnings", markup=False)
+            yield Note(id="packet-identity")
+            yield Note(id="packet-warnings")
             section = ""
             for spec in input_fields():
                 if spec.section != section:
@@ -44,27 +45,28 @@ class PacketScreen(StepScreen):
         packet = working.packet
         owners = ", ".join(o.name for o in packet.owners)
         identity = Text.assemble((packet.title, "bold"), f"\n{packet.topic} · owners: {owners}")
-        self.query_one("#packet-identity", Static).update(identity)
-        paths = {spec.path for spec in input_fields()}
-        elsewhere = [w for w in working.warnings if w.path[:4] not in paths]
+        self.query_one("#packet-identity", Note).say(identity)
         shown = [f"⚠ {dotted(w.path)}: {w.message}" for w in working.warnings]
-        warnings = self.query_one("#packet-warnings", Static)
-        warnings.update("\n".join(shown))
-        warnings.display = bool(shown)
-        warnings.set_class(bool(elsewhere), "-elsewhere")
+        self.query_one("#packet-warnings", Note).say("\n".join(shown))
         for editor in self.query(FieldEditor):
             spec = editor.spec
             pending = working.pending.get(dotted(spec.path))
             editor.show_value(value_at(packet, spec.path), pending)
             editor.warning = _warning_for(spec, working.warnings)
             if pending is not None and not editor.problem:
-                editor.read(pending)  # recovered refused text: say again why it was refused
+                editor.read(pending, commit=False)  # recovered text: say again what it lacks
 
     def on_field_editor_edited(self, event: FieldEditor.Edited) -> None:
         event.stop()
-        problem = self.workbench.edit(event.editor.spec.path, event.value, event.text)
+        path = event.editor.spec.path
+        if event.commit:
+            problem = self.workbench.edit(path, event.value, event.text)
+        else:
+            problem = self.workbench.check_edit(path, event.value)
+            typed = event.value != event.editor.accepted
+            self.workbench.keep_typed(path, event.text if typed else None)
         event.editor.problem = problem.message if problem else ""
 
     def on_field_editor_refused(self, event: FieldEditor.Refused) -> None:
         event.stop()
-        self.workbench.keep_refused(event.editor.spec.path, event.text)
+        self.workbench.keep_typed(event.editor.spec.path, event.text)

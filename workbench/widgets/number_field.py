@@ -2,7 +2,7 @@
 
 Built for any numeric packet field: the Packet step's inputs now, batch-policy and tile editors
 later. Bounds and whole-number rules come from the pydantic field (`form.FieldSpec`); up/down
-step by `step`, shift+up/down by ten steps. A step that would break a bound is refused with the
+step by `step` (default: `FieldSpec.default_step` of the starting value), shift+up/down by ten steps. A step that would break a bound is refused with the
 bound's message and the value stays.
 """
 
@@ -39,15 +39,15 @@ class NumberField(FieldEditor):
         if spec.kind not in ("integer", "number"):
             raise ValueError(f"NumberField needs a number field, {spec.label} is {spec.kind}")
         super().__init__(spec, value, id=id)
-        self.step = step
+        self.step = step or spec.default_step(value)
+        """Change per arrow press, fixed when the field is made so presses stay predictable."""
 
     def current(self) -> int | float | None:
         """The number in the box when it reads as one, else the last accepted value."""
         try:
-            value = parse_text(self.spec, self.input.value)
+            return parse_text(self.spec, self.text)
         except TextRefused:
             return self.accepted
-        return value
 
     def stepped(self, value: int | float | None, steps: int) -> int | float:
         """`value` moved by `steps` steps, rounded to the step's decimals (no float dust).
@@ -55,7 +55,7 @@ class NumberField(FieldEditor):
         From an empty optional field the first step lands on the lowest allowed value (or 0).
         Raises TextRefused when the result breaks a bound.
         """
-        step = self.step or self.spec.default_step(value)
+        step = self.step
         if value is None:
             spec = self.spec
             result: float = spec.ge if spec.ge is not None else (spec.gt or 0) + step
@@ -77,5 +77,5 @@ class NumberField(FieldEditor):
             self.problem = f"{exc}: not stepped"
             return
         text = format_value(self.spec, value)
-        self.input.value = text  # posts Input.Changed -> read() -> Edited
-        self.input.cursor_position = len(text)
+        self.set_text(text)
+        self.read(text, commit=True)
