@@ -22,6 +22,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 
 from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
@@ -47,6 +48,7 @@ from .widgets.number_field import NumberField
 from .widgets.step_list import StepRow
 
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
+DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class WorkbenchApp(App[int]):
         self._startup_warnings: list[str] = []
         self._overwrite_armed = False
         self._exit_deadline: threading.Timer | None = None
+        self._draft_timer: Timer | None = None
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
         for step in self.steps:
             self.add_mode(step.id, partial(step.screen, step))
@@ -182,8 +185,16 @@ class WorkbenchApp(App[int]):
 
     # --- drafts ----------------------------------------------------------------------------
 
+    def schedule_draft(self) -> None:
+        """Autosave the draft DRAFT_DELAY_S from now (a burst of keystrokes writes once)."""
+        if self._draft_timer is None:
+            self._draft_timer = self.set_timer(DRAFT_DELAY_S, self.save_draft_now)
+
     def save_draft_now(self) -> None:
         """Write the draft for the current packet (or remove it when nothing is unsaved)."""
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+            self._draft_timer = None
         if not self.draft_settled or self.working.source is None:
             return
         try:
@@ -270,7 +281,7 @@ class WorkbenchApp(App[int]):
             self.working = set_pending(self.working, path, text)
 
     def watch_working(self, working: WorkingPacket) -> None:
-        self.save_draft_now()
+        self.schedule_draft()
         self._update_subtitle()
 
     def _update_subtitle(self) -> None:
@@ -302,6 +313,7 @@ class WorkbenchApp(App[int]):
             return
         if self.current_step:
             self.left = self.left | {self.current_step}
+            self.save_draft_now()
         self.current_step = step_id
         self.switch_mode(step_id)
 

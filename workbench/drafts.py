@@ -22,6 +22,7 @@ from packets.dump import dump_packet
 from packets.errors import PacketError, UsageError
 from packets.files import atomic_write
 from packets.load import parse_packet
+from packets.schema import Packet
 
 from .session import WorkingPacket, sha256_hex
 
@@ -82,6 +83,19 @@ class CorruptDraft:
         return f"{self.path}: unreadable draft ({self.reason}); kept as {self.set_aside_as.name}"
 
 
+_last_dump: list[tuple[Packet, str]] = []  # one-entry memo, compared by identity
+
+
+def _packet_text(packet: Packet) -> str:
+    """Canonical text of `packet`. Dumping YAML takes ~10 ms and typing in a field changes only
+    `pending`, so the last packet's text is reused (packets are immutable: identity suffices)."""
+    if _last_dump and _last_dump[0][0] is packet:
+        return _last_dump[0][1]
+    text = dump_packet(packet).decode("utf-8")
+    _last_dump[:] = [(packet, text)]
+    return text
+
+
 def draft_bytes(working: WorkingPacket) -> bytes:
     """The draft file's bytes for `working` (deterministic: sorted keys, no timestamps)."""
     body = {
@@ -89,7 +103,7 @@ def draft_bytes(working: WorkingPacket) -> bytes:
         "packet_path": str(working.source) if working.source else None,
         "started_from_sha256": working.source_sha256,
         "pending": dict(sorted(working.pending.items())),
-        "packet": dump_packet(working.packet).decode("utf-8"),
+        "packet": _packet_text(working.packet),
     }
     return (json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 

@@ -16,7 +16,7 @@ from packets.dump import dump_packet
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
 from workbench import drafts
-from workbench.app import WorkbenchApp
+from workbench.app import DRAFT_DELAY_S, WorkbenchApp
 from workbench.screens.modals import HelpScreen, RecoverScreen
 from workbench.session import WorkingPacket, apply_edit, set_pending
 from workbench.theming import NO_COLOR, register_plot_theme
@@ -58,7 +58,7 @@ async def focus_field(app: WorkbenchApp, pilot, label: str) -> FieldEditor:  # t
 
 async def retype(pilot, text: str, *, enter: bool = True) -> None:  # type: ignore[no-untyped-def]
     """Replace a field's text key by key, then (by default) press Enter to apply it."""
-    await pilot.press("end", *["backspace"] * 12, *text, *(["enter"] if enter else []))
+    await pilot.press("end", "ctrl+u", *text, *(["enter"] if enter else []))
     await pilot.pause()
 
 
@@ -86,50 +86,36 @@ async def test_walk_every_step_by_keys(make_app: MakeApp, size: tuple[int, int])
         await pilot.press("1")  # digit jumps work outside fields
         await pilot.pause()
         assert title(app) == "1 · Packet"
-        app.screen.query_one(StepList).focus()
-        await pilot.press("down", "down", "down", "enter")  # the step list itself
+        await focus_field(app, pilot, "sla.p95_ms")
+        await pilot.press("2")  # in a field a digit is typed, not a jump...
+        assert app.current_step == "packet"
+        await pilot.press("escape", "down", "down", "down", "enter")  # ...Escape: step list
         await pilot.pause()
         assert title(app) == "4 · Tune"
+        assert app.working.pending == {}  # Escape put the field's value back
 
 
-async def test_step_keys_work_while_a_field_has_focus(make_app: MakeApp) -> None:
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+async def test_edits_apply_or_are_refused_in_place(
+    make_app: MakeApp, home: Path, size: tuple[int, int]
+) -> None:
     app = make_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await pilot.pause()
-        await focus_field(app, pilot, "sla.p95_ms")
-        await pilot.press("2")  # a digit types into the field...
-        await pilot.pause()
-        assert app.current_step == "packet"
-        await pilot.press("ctrl+n")  # ...a ctrl key still moves on
-        await pilot.pause()
-        assert app.current_step == "baseline"
-
-
-async def test_valid_edit_updates_state_and_the_draft(make_app: MakeApp, home: Path) -> None:
-    app = make_app()
-    async with app.run_test(size=SMALL) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
         field = await focus_field(app, pilot, "sla.p95_ms")
         await retype(pilot, "75", enter=False)  # checked while typing, applied on Enter
         assert app.working.packet.inputs.sla.p95_ms == 60.0
         assert app.working.pending == {"inputs.sla.p95_ms": "75"}
         await pilot.press("enter")
-        await pilot.pause()
         assert app.working.packet.inputs.sla.p95_ms == 75.0 and app.working.pending == {}
-        assert app.working.dirty and field.problem == ""
-        assert "● unsaved" in app.sub_title
+        assert app.working.dirty and field.problem == "" and "● unsaved" in app.sub_title
+        await pilot.pause(DRAFT_DELAY_S + 0.1)  # autosaved once typing pauses
         draft = drafts.read_draft(app.working.source, app.drafts_folder)  # type: ignore[arg-type]
         assert isinstance(draft, drafts.Draft)
         assert draft.working.packet.inputs.sla.p95_ms == 75.0
-    assert app.drafts_folder == home / "state" / "handoff-workbench" / "drafts"
-
-
-@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
-async def test_invalid_edit_is_refused_in_place(make_app: MakeApp, size: tuple[int, int]) -> None:
-    app = make_app()
-    async with app.run_test(size=size) as pilot:
-        await pilot.pause()
-        field = await focus_field(app, pilot, "sla.p95_ms")
+        assert app.drafts_folder == home / "state" / "handoff-workbench" / "drafts"
+        await retype(pilot, "60")
+        assert not app.working.dirty
         await retype(pilot, "-5")
         assert app.working.packet.inputs.sla.p95_ms == 60.0
         assert field.problem == "must be greater than 0, got -5.0"
@@ -272,12 +258,12 @@ async def test_palette_offers_actions_steps_and_themes(make_app: MakeApp) -> Non
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert CommandPalette.is_open(app)
-        await pilot.press(*"Go to step 3")
+        await pilot.press(*"step 3")
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()
         assert app.current_step == "diagnose"
-        await pilot.press("ctrl+p", *"Theme: workbench-light")
+        await pilot.press("ctrl+p", *"light")
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()
@@ -293,6 +279,7 @@ async def test_save_writes_canonical_bytes_and_clears_the_draft(
         await focus_field(app, pilot, "sla.p99_ms")
         await retype(pilot, "95")
         draft = drafts.draft_path(packet_file, app.drafts_folder)
+        await pilot.pause(DRAFT_DELAY_S + 0.1)
         assert draft.exists()
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -343,13 +330,12 @@ def make_draft(packet_file: Path, folder: Path) -> WorkingPacket:
     return edited
 
 
-@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 async def test_reopening_offers_the_draft_and_recovers_it(
-    make_app: MakeApp, packet_file: Path, size: tuple[int, int]
+    make_app: MakeApp, packet_file: Path
 ) -> None:
     app = make_app()
     make_draft(packet_file, app.drafts_folder)
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, RecoverScreen)
         assert app.screen.question.changes == ("inputs.sla.p95_ms: 60.0 -> 70.0",)
