@@ -31,7 +31,7 @@ class PacketScreen(StepScreen):
 
     def compose_main(self) -> ComposeResult:
         working = self.workbench.working
-        with VerticalScroll(id="form"):
+        with VerticalScroll(id="form", can_focus=False):
             yield Note(id="packet-identity")
             yield Note(id="packet-warnings")
             section = ""
