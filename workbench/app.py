@@ -73,7 +73,7 @@ class WorkbenchOptions:
 class WorkbenchApp(App[int]):
     """Steps through a handoff packet; edits are checked as a packet file is, and autosaved."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).parent / "app.tcss"  # absolute: subclasses may live anywhere
     TITLE = "handoff-workbench"
     COMMANDS: ClassVar = {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-compact"), (120, "-wide")]

@@ -47,6 +47,13 @@ class FieldEditor(Widget):
             super().__init__()
             self.editor, self.value, self.text, self.commit = editor, value, text, commit
 
+    class Mounted(Message):
+        """The editor is on screen (lazily mounted editors may have missed edits)."""
+
+        def __init__(self, editor: FieldEditor) -> None:
+            super().__init__()
+            self.editor = editor
+
     class Refused(Message):
         """The user entered text the field cannot read; `reason` is one line."""
 
@@ -173,6 +180,7 @@ class FieldEditor(Widget):
 
     def on_mount(self) -> None:
         self._update_message()
+        self.post_message(self.Mounted(self))
 
 
 class ChoiceField(FieldEditor):
