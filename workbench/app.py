@@ -84,7 +84,7 @@ class WorkbenchApp(App[int]):
         Binding("f1", "help", "Help", id="help", priority=True),
         Binding("question_mark", "help", "Help", id="help-question", show=False),
         Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True),
-        Binding("ctrl+t", "cycle_theme", "Next theme", id="cycle-theme", show=False, priority=True),
+        Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 

@@ -161,6 +161,14 @@ def _leaf(path: Path_, info: FieldInfo) -> FieldSpec:
     return FieldSpec(kind="text", **common)
 
 
+def field_spec(model: type[BaseModel], name: str, path: Path_) -> FieldSpec:
+    """The FieldSpec of field `name` of `model`, found at `path` in a packet; e.g.
+    `field_spec(BatchPolicy, "max_batch", ("baseline", "batch_policy", "max_batch"))`."""
+    if name not in model.model_fields:
+        raise KeyError(f"{model.__name__} has no field '{name}'")
+    return _leaf(path, model.model_fields[name])
+
+
 def _walk(model: type[BaseModel], path: Path_) -> list[FieldSpec]:
     specs: list[FieldSpec] = []
     for name, info in model.model_fields.items():

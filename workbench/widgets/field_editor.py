@@ -31,7 +31,7 @@ class FieldEditor(Widget):
     """Base editor: a label, an Input, a unit suffix, and a message line when needed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "leave", "Leave field", id="leave-field", show=False),
+        Binding("escape", "leave", "Leave", id="leave-field"),
     ]
 
     problem: reactive[str] = reactive("")
