@@ -12,7 +12,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from packets.ssherrors import AgentError
+from packets.ssherrors import AgentError, MalformedKey
 from packets.sshkeys import RSA, SUPPORTED_KEY_TYPES, fingerprint, key_type_of
 from packets.sshwire import WireError, WireReader, encode_string, encode_uint32
 
@@ -41,8 +41,11 @@ class AgentIdentity:
 
     @property
     def key_type(self) -> str:
-        """Key type name, e.g. `ssh-ed25519`."""
-        return key_type_of(self.public_key_blob)
+        """Key type name, e.g. `ssh-ed25519` (`malformed` if the agent sent a broken blob)."""
+        try:
+            return key_type_of(self.public_key_blob)
+        except MalformedKey:
+            return "malformed"
 
 
 def agent_socket_path(environ: Mapping[str, str] | None = None) -> str:

@@ -52,10 +52,6 @@ class WireReader:
         """The next `count` bytes, unframed."""
         return self._take(count, field)
 
-    def byte(self, field: str) -> int:
-        """One unsigned byte."""
-        return self._take(1, field)[0]
-
     def uint32(self, field: str) -> int:
         """A big-endian uint32."""
         return struct.unpack(">I", self._take(4, field))[0]
