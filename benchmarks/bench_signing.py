@@ -16,10 +16,10 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from benchmarks.report import write_section
-from packets import sshsig
-from packets.allowed_signers import parse_allowed_signers
-from packets.signing import NAMESPACE, sign_entry, verify_entries
-from packets.sshkeys import openssh_public_line, public_key_blob
+from packets.signing import sshsig
+from packets.signing.allowed_signers import parse_allowed_signers
+from packets.signing.packet import NAMESPACE, sign_entry, verify_entries
+from packets.signing.sshkeys import openssh_public_line, public_key_blob
 
 REPEATS = 200
 MESSAGE = b"handoff-packet/1 approval\n" + b"x" * 300

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from packets.keyfiles import load_private_key
-from packets.sshkeys import PrivateKey
+from packets.signing.keyfiles import load_private_key
+from packets.signing.sshkeys import PrivateKey
 
 # ssh-keygen -t/-b per key kind; RSA 3072 is ssh-keygen's default size and the slow one to make.
 KEY_KINDS = {"ed25519": ["-t", "ed25519"], "ecdsa-p256": ["-t", "ecdsa", "-b", "256"]}

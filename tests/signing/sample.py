@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import yaml
 
-from packets.signing import replace_signatures, sign_entry
+from packets.signing.packet import replace_signatures, sign_entry
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SIGNED_AT = datetime(2025, 6, 1, 11, 0, tzinfo=UTC)

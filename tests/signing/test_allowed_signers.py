@@ -9,16 +9,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from packets import sshsig
-from packets.allowed_signers import (
+from packets.signing import sshsig
+from packets.signing.allowed_signers import (
     AllowedSignersError,
     check_signer,
     load_allowed_signers,
     match_pattern_list,
     parse_allowed_signers,
 )
-from packets.sshkeys import public_key_blob
-from packets.sshwire import encode_string
+from packets.signing.sshkeys import public_key_blob
+from packets.signing.sshwire import encode_string
 from tests.signing.conftest import ssh_keygen_verify
 
 NS = "handoff-packet"

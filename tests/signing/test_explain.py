@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from packets import sshsig
-from packets.explain import explain_commands
+from packets.signing import sshsig
+from packets.signing.explain import explain_commands
 from tests.signing.sample import BODY, OWNERS, packet_with, sign_all
 
 

@@ -9,10 +9,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519
 
-from packets.keyfiles import load_private_key, read_public_key_blob
-from packets.ssherrors import KeyLoadError
-from packets.sshkeys import public_key_blob
-from packets.sshwire import encode_string, encode_uint32
+from packets.signing.keyfiles import load_private_key, read_public_key_blob
+from packets.signing.ssherrors import KeyLoadError
+from packets.signing.sshkeys import public_key_blob
+from packets.signing.sshwire import encode_string, encode_uint32
 from tests.signing.conftest import ssh_keygen_generate
 
 

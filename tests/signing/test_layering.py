@@ -12,13 +12,13 @@ MODULES = [
     "sshagent",
     "allowed_signers",
     "approval",
-    "signing",
+    "packet",
     "explain",
 ]
 
 
 def test_signature_modules_import_neither_yaml_nor_textual() -> None:
-    imports = "; ".join(f"import packets.{name}" for name in MODULES)
+    imports = "; ".join(f"import packets.signing.{name}" for name in MODULES)
     code = f"import sys; {imports}; print(' '.join(sys.modules))"
     loaded = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True

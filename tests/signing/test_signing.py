@@ -9,10 +9,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from packets import sshsig
-from packets.allowed_signers import parse_allowed_signers
-from packets.approval import StatementError, approval_statement, parse_approval_statement
-from packets.signing import (
+from packets.signing import sshsig
+from packets.signing.allowed_signers import parse_allowed_signers
+from packets.signing.approval import StatementError, approval_statement, parse_approval_statement
+from packets.signing.packet import (
     ENTRY_FIELDS,
     NAMESPACE,
     body_sha256,

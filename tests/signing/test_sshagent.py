@@ -11,10 +11,10 @@ from contextlib import contextmanager
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from packets import sshsig
-from packets.sshagent import agent_signer, agent_socket_path, list_identities
-from packets.ssherrors import AgentError
-from packets.sshkeys import public_key_blob
+from packets.signing import sshsig
+from packets.signing.sshagent import agent_signer, agent_socket_path, list_identities
+from packets.signing.ssherrors import AgentError
+from packets.signing.sshkeys import public_key_blob
 from tests.signing.conftest import run, ssh_keygen_verify
 
 MESSAGE = b"statement to sign\n"

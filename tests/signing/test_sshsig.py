@@ -10,9 +10,9 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from packets import sshsig
-from packets.sshkeys import LocalSigner, public_key_blob
-from packets.sshwire import encode_string, encode_uint32
+from packets.signing import sshsig
+from packets.signing.sshkeys import LocalSigner, public_key_blob
+from packets.signing.sshwire import encode_string, encode_uint32
 from tests.signing.conftest import TestKey, run, ssh_keygen_sign, ssh_keygen_verify
 
 MESSAGE = b"handoff-packet/1 approval\npacket: PKT-1\n"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from packets import sshsig
-from packets.signing import NAMESPACE, entry_statement
-from packets.ssherrors import SignatureError
-from packets.sshkeys import openssh_public_line
+from packets.signing import sshsig
+from packets.signing.packet import NAMESPACE, entry_statement
+from packets.signing.ssherrors import SignatureError
+from packets.signing.sshkeys import openssh_public_line
 
 _HEREDOC_END = "HANDOFF_EOF"  # never a line of a canonical statement or of armored base64
 

@@ -20,14 +20,14 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
     encode_dss_signature,
 )
 
-from packets.ssherrors import (
+from packets.signing.ssherrors import (
     ArmorError,
     BadSignature,
     MalformedKey,
     UnsupportedAlgorithm,
     UnsupportedKeyType,
 )
-from packets.sshwire import WireError, WireReader, encode_mpint, encode_string
+from packets.signing.sshwire import WireError, WireReader, encode_mpint, encode_string
 
 PrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 PRIVATE_KEY_TYPES = (ed25519.Ed25519PrivateKey, ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)

@@ -14,7 +14,7 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 
-from packets.ssherrors import (
+from packets.signing.ssherrors import (
     ArmorError,
     BadSignature,
     MalformedKey,
@@ -24,7 +24,7 @@ from packets.ssherrors import (
     UnsupportedKeyType,
     UnsupportedVersion,
 )
-from packets.sshkeys import (
+from packets.signing.sshkeys import (
     PrivateKey,
     PublicKey,
     SshSigner,
@@ -34,7 +34,7 @@ from packets.sshkeys import (
     parse_public_key_blob,
     verify_ssh_signature,
 )
-from packets.sshwire import WireError, WireReader, encode_string, encode_uint32
+from packets.signing.sshwire import WireError, WireReader, encode_string, encode_uint32
 
 __all__ = [
     "ArmorError",

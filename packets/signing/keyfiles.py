@@ -14,8 +14,8 @@ from pathlib import Path
 from cryptography.exceptions import UnsupportedAlgorithm as CryptoUnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
-from packets.ssherrors import KeyLoadError, SignatureError
-from packets.sshkeys import (
+from packets.signing.ssherrors import KeyLoadError, SignatureError
+from packets.signing.sshkeys import (
     PRIVATE_KEY_TYPES,
     SUPPORTED_KEY_TYPES,
     PrivateKey,
@@ -24,7 +24,7 @@ from packets.sshkeys import (
     parse_public_key_line,
     public_key_blob,
 )
-from packets.sshwire import WireReader
+from packets.signing.sshwire import WireReader
 
 PassphraseCallback = Callable[[str], str | bytes]
 """Called with a prompt (`Enter passphrase for PATH: `); returns the passphrase."""

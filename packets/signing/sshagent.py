@@ -12,9 +12,9 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from packets.ssherrors import AgentError, MalformedKey
-from packets.sshkeys import RSA, SUPPORTED_KEY_TYPES, fingerprint, key_type_of
-from packets.sshwire import WireError, WireReader, encode_string, encode_uint32
+from packets.signing.ssherrors import AgentError, MalformedKey
+from packets.signing.sshkeys import RSA, SUPPORTED_KEY_TYPES, fingerprint, key_type_of
+from packets.signing.sshwire import WireError, WireReader, encode_string, encode_uint32
 
 SSH_AGENT_FAILURE = 5
 SSH_AGENTC_REQUEST_IDENTITIES = 11

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from packets.ssherrors import SignatureError
-from packets.sshkeys import fingerprint, parse_public_key_line
+from packets.signing.ssherrors import SignatureError
+from packets.signing.sshkeys import fingerprint, parse_public_key_line
 
 KEY_TYPE_PREFIXES = ("ssh-", "ecdsa-", "sk-", "rsa-")
 TIME_FORMATS = {8: "%Y%m%d", 12: "%Y%m%d%H%M", 14: "%Y%m%d%H%M%S"}

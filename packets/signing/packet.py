@@ -1,7 +1,7 @@
 """Owner signatures on handoff packets: what is signed, how an entry is made, how it is checked.
 
 The body is every byte of the packet file before the top-level `signatures:` key (the writer
-puts that key last). Each owner signs an approval statement (`packets.approval`) naming the
+puts that key last). Each owner signs an approval statement (`packets.signing.approval`) naming the
 packet id and the body's SHA-256 with an SSHSIG in namespace `handoff-packet`; the packet keeps
 one entry per owner under `signatures`. Works on bytes and plain values; no YAML here.
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from packets import sshsig
-from packets.allowed_signers import AllowedSigner, check_signer
-from packets.approval import (
+from packets.signing import sshsig
+from packets.signing.allowed_signers import AllowedSigner, check_signer
+from packets.signing.approval import (
     DECISIONS,
     ApprovalStatement,
     StatementError,
@@ -25,8 +25,8 @@ from packets.approval import (
     format_time,
     parse_approval_statement,
 )
-from packets.ssherrors import SignatureError
-from packets.sshkeys import PrivateKey, SshSigner, as_signer, fingerprint
+from packets.signing.ssherrors import SignatureError
+from packets.signing.sshkeys import PrivateKey, SshSigner, as_signer, fingerprint
 
 __all__ = [
     "DECISIONS",
@@ -126,8 +126,8 @@ def sign_entry(
 ) -> dict[str, str]:
     """The `signatures` entry for one owner's approval of this packet's current body.
 
-    `key` is a private key (`packets.keyfiles.load_private_key`) or an ssh-agent signer
-    (`packets.sshagent.agent_signer`); `time` defaults to now, UTC, to the second.
+    `key` is a private key (`packets.signing.keyfiles.load_private_key`) or an ssh-agent signer
+    (`packets.signing.sshagent.agent_signer`); `time` defaults to now, UTC, to the second.
     """
     problems = tail_problems(packet_bytes)
     if problems:
@@ -268,7 +268,7 @@ def verify_entries(
     """Check every owner role's signature entry against this packet's bytes.
 
     `owners` maps role -> principal (the packet's owner list); `entries` are the `signatures`
-    list as parsed; `allowed_signers` from `packets.allowed_signers`; `now` (aware, default the
+    list as parsed; `allowed_signers` from `packets.signing.allowed_signers`; `now` (aware, default the
     current time) is when keys' validity windows and future-dated statements are judged, as
     `ssh-keygen -Y verify` judges them at its current time.
     """
