@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from packets.errors import PacketError, UsageError
 
-from .commands import check, examples, open_app, schema
+from .commands import check, examples, open_app, schema, sign, verify
 
-COMMANDS = (open_app, check, schema, examples)
+COMMANDS = (open_app, check, schema, examples, sign, verify)
 
 
 def build_parser() -> argparse.ArgumentParser:
