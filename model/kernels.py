@@ -41,7 +41,7 @@ work (FlashAttention-2 on Ampere). Set from A100 prefill rows (README "Attention
 PARTIAL_BYTES = 4.0
 """Bytes per element of split-K / split-KV partial results (fp32), written and read back once."""
 
-CACHE_HIT_SPEEDUP = 2.0
+CACHE_HIT_SPEEDUP = 1.5
 """How much sooner a shared-cache hit returns than an HBM access (A100 L2 hit ~200-300 cycles
 vs ~500 for DRAM in pointer-chase microbenchmarks); used only for warm-cache streams."""
 

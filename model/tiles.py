@@ -69,7 +69,9 @@ def gemm_candidates(hw: HardwareEnvelope, dtype_bytes: int) -> np.ndarray:
     """(C, 4) float array of [m, n, k, split] GEMM tiles that fit SRAM, for the autotuner.
 
     m ranges over granule x {1, 2, 4, 8, 16} up to 256 (or one granule when that is larger),
-    n over the same from two granules, k is four granules, split over SPLITS.
+    n over the same from two granules, k is four granules, split over SPLITS. Split-K is a
+    device for small output tiles (few tiles to spread), so only tiles up to 4 x 8 granules
+    are offered split.
     """
     g = hw.tile_granule
     sizes = sorted({g * f for f in (1, 2, 4, 8, 16) if g * f <= max(256, g)})
@@ -79,6 +81,7 @@ def gemm_candidates(hw: HardwareEnvelope, dtype_bytes: int) -> np.ndarray:
         for tn in sizes
         if tn >= min(2 * g, sizes[-1])
         for split in SPLITS
+        if split == 1 or (tm <= 4 * g and tn <= 8 * g)
         if gemm_staging_bytes(tm, tn, 4 * g, dtype_bytes) <= hw.sram_bytes()
     ]
     if not rows:
