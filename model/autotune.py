@@ -3,7 +3,9 @@
 As a compiler's autotuner would, it searches the candidate tiles of `model.tiles` with the cost
 model of `model.kernels`. Split-K candidates are tried only where the best unsplit tile leaves
 the core under-filled (fewer than two waves of tiles), the only case where cutting the
-reduction can pay for its partial-sum traffic; this also keeps the search cheap.
+reduction can pay for its partial-sum traffic; this also keeps the search cheap. The search
+runs in float32 (half the memory traffic of float64), so a near-tie may resolve to a tile within
+~1e-4 of the exact optimum; the chosen tiles are then costed in float64.
 """
 
 from __future__ import annotations
@@ -13,11 +15,6 @@ import numpy as np
 from model.hardware import HardwareEnvelope
 from model.kernels import PhaseCost, attention_phase, gemm_phase
 from model.tiles import attention_candidates, gemm_candidates
-
-
-def _pick_best(cost: PhaseCost) -> tuple[PhaseCost, np.ndarray]:
-    index = np.argmin(cost.time_us, axis=1)
-    return cost.pick(index), index
 
 
 def best_gemm(
@@ -37,19 +34,23 @@ def best_gemm(
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), m.shape)
     k = np.broadcast_to(np.asarray(k, dtype=np.float64), m.shape)
     kwargs = {"a_on_chip": a_on_chip, "a_written": a_written, "out_fraction": out_fraction}
+    # Search in float32 (half the memory traffic), then cost the chosen tiles in float64.
+    search = {**kwargs, "precision": np.float32}
     whole = candidates[candidates[:, 3] == 1]
-    cost, index = _pick_best(gemm_phase(hw, dtype, m, n, k, whole, **kwargs))
+    times = gemm_phase(hw, dtype, m, n, k, whole, **search).time_us
+    index = np.argmin(times, axis=1)
+    best = times[np.arange(len(m)), index]
     chosen = whole[index]
     tiles = np.ceil(m / chosen[:, 0]) * np.ceil(n / chosen[:, 1])
-    underfilled = np.flatnonzero(tiles < 2 * hw.units_per_core)
+    sub = np.flatnonzero(tiles < 2 * hw.units_per_core)
     split = candidates[candidates[:, 3] > 1]
-    if len(underfilled) and len(split):
-        sub = underfilled
-        cost2, index2 = _pick_best(gemm_phase(hw, dtype, m[sub], n[sub], k[sub], split, **kwargs))
-        better = np.flatnonzero(cost2.time_us < cost.time_us[sub])
-        cost = cost.with_rows(sub[better], cost2.pick(better, columns=False))
-        chosen[sub[better]] = split[index2[better]]
-    return cost, chosen
+    if len(sub) and len(split):
+        times = gemm_phase(hw, dtype, m[sub], n[sub], k[sub], split, **search).time_us
+        index = np.argmin(times, axis=1)
+        better = times[np.arange(len(sub)), index] < best[sub]
+        chosen[sub[better]] = split[index[better]]
+    cost = gemm_phase(hw, dtype, m, n, k, chosen, per_point=True, **kwargs)
+    return cost.pick(np.zeros(len(m), dtype=np.int64)), chosen
 
 
 def best_attention(
@@ -74,10 +75,9 @@ def best_attention(
     candidates = attention_candidates(hw, head_dim, hw.dtype_bytes(dtype))
     if causal:
         candidates = candidates[candidates[:, 2] == 1]
-    cost, index = _pick_best(
-        attention_phase(
-            hw, dtype, batch, q_len, kv_len, heads, kv_heads, head_dim, causal, candidates,
-            q_in_hbm=q_in_hbm, o_to_hbm=o_to_hbm, pack_query_heads=pack_query_heads,
-        )
-    )  # fmt: skip
-    return cost, candidates[index]
+    shape = (batch, q_len, kv_len, heads, kv_heads, head_dim, causal)
+    kwargs = {"q_in_hbm": q_in_hbm, "o_to_hbm": o_to_hbm, "pack_query_heads": pack_query_heads}
+    times = attention_phase(hw, dtype, *shape, candidates, precision=np.float32, **kwargs).time_us
+    chosen = candidates[np.argmin(times, axis=1)]
+    cost = attention_phase(hw, dtype, *shape, chosen, per_point=True, **kwargs)
+    return cost.pick(np.zeros(len(chosen), dtype=np.int64)), chosen

@@ -174,11 +174,6 @@ def block_outputs(block: BlockSpec) -> tuple[str, ...]:
     return ("x2",) if block.kind == "attention" else ("y",)
 
 
-def block_inputs(block: BlockSpec) -> tuple[str, ...]:
-    """Tensors the block reads from HBM that no op of the block produces."""
-    return ("x2",) if block.kind == "mlp" else ("x",)
-
-
 def gemm_dims(block: BlockSpec, op: str) -> tuple[int, int]:
     """(n, k) of a GEMM op: output columns and reduction length; m is the token count."""
     h, d = block.hidden, block.head_dim

@@ -9,6 +9,7 @@ show them). Efficiency parameters are the only ones set from measurements (READM
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -107,6 +108,35 @@ class HardwareEnvelope:
                 raise ValueError(
                     f"hardware.{name} must be a whole number, got {getattr(self, name)}"
                 )
+
+    @classmethod
+    def from_fields(cls, name: str = "custom", **fields: Any) -> HardwareEnvelope:
+        """An envelope from a user's fields (a hardware YAML), deriving what is left out.
+
+        Required: cores, units_per_core, peak_tflops, hbm_gbs, sram_kib_per_unit. Left out:
+        vector_tflops = 1/16 of the highest matrix peak (the A100's and H100's ratio);
+        cache_gbs = 3.5 x hbm_gbs (A100 L2 vs HBM); shared_cache_mib = 0; launch_overhead_us
+        = 4; min_kernel_us = 2; the rest take the dataclass defaults.
+        """
+        required = ("cores", "units_per_core", "peak_tflops", "hbm_gbs", "sram_kib_per_unit")
+        missing = [f for f in required if f not in fields]
+        if missing:
+            raise ValueError(f"hardware: missing field(s) {', '.join(missing)}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"hardware: unknown field(s) {', '.join(unknown)}")
+        peaks = fields["peak_tflops"]
+        if not isinstance(peaks, dict) or not peaks:
+            raise ValueError("hardware.peak_tflops must map dtypes to TFLOP/s")
+        derived = {
+            "vector_tflops": max(float(v) for v in peaks.values()) / 16.0,
+            "cache_gbs": 3.5 * float(fields["hbm_gbs"]),
+            "shared_cache_mib": 0.0,
+            "launch_overhead_us": 4.0,
+            "min_kernel_us": 2.0,
+        }
+        return cls(name=name, **{**derived, **fields})
 
     def __hash__(self) -> int:
         return hash(
@@ -267,7 +297,10 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "sram_kib_per_unit": "up to 164 KB shared memory per SM: A100 whitepaper",
         "shared_cache_mib": "40 MB L2: A100 whitepaper",
         "launch_overhead_us": "host launch ~4 us: 1-7 us for small kernels (shared/NOTES.md)",
-        "min_kernel_us": "2.5 us: smallest CUDA-graph GEMM time in the aiconfigurator table",
+        "min_kernel_us": (
+            "2.0 us: the smallest measured A100 kernels take 2.0-2.5 us (profiler and "
+            "CUDA-graph timings); set with the efficiency parameters (model/README.md)"
+        ),
         "tile_granule": "16: bf16 mma.sync m16n8k16 fragment (PTX ISA)",
     },
     "h100-sxm": {
@@ -279,7 +312,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "sram_kib_per_unit": "up to 228 KB shared memory per SM: H100 whitepaper",
         "shared_cache_mib": "50 MB L2: H100 whitepaper",
         "launch_overhead_us": "as A100 (host side, same driver stack)",
-        "min_kernel_us": "as A100 (2.5 us CUDA-graph floor)",
+        "min_kernel_us": "as A100 (2.0 us)",
         "tile_granule": "16: wgmma/mma bf16 fragment",
     },
     "h200-sxm": {

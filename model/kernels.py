@@ -76,16 +76,6 @@ class PhaseCost:
         shape = self.time_us.shape
         return PhaseCost(*(np.broadcast_to(getattr(self, n), shape)[rows, index] for n in names))
 
-    def with_rows(self, rows: np.ndarray, other: PhaseCost) -> PhaseCost:
-        """A (P,) cost whose points `rows` are replaced by the (len(rows),) cost `other`."""
-        out = []
-        for name in ("time_us", "memory_bound", "hbm_bytes", "spill_bytes", "exec_flops",
-                     "sram_bytes"):  # fmt: skip
-            values = np.array(getattr(self, name), copy=True)
-            values[rows] = getattr(other, name)
-            out.append(values)
-        return PhaseCost(*out)
-
 
 def _col(values) -> np.ndarray:
     """A (P, 1) float column from a scalar or (P,) array."""
@@ -160,6 +150,8 @@ def gemm_phase(
     a_on_chip: bool = False,
     a_written: bool = False,
     out_fraction: float = 1.0,
+    per_point: bool = False,
+    precision: type = np.float64,
 ) -> PhaseCost:
     """Cost of C[m, n] = A[m, k] @ B[k, n] for each point and candidate tile [m, n, k, split].
 
@@ -169,10 +161,14 @@ def gemm_phase(
     out_fraction: the fraction of C's columns that leave the kernel (written in the epilogue);
         the rest is consumed on chip by a later op of the same kernel.
     B is a weight (or any operand) read from HBM.
+    per_point: `candidates` is (P, 4), one tile per point (results are (P, 1)).
+    precision: float type of the arithmetic (float32 halves the memory a search moves).
     """
     b = hw.dtype_bytes(dtype)
-    M, N, K = _col(m), _col(n), _col(k)
-    tm, tn, tk, split = (candidates[:, i][None, :] for i in range(4))
+    M, N, K = (_col(v).astype(precision) for v in (m, n, k))
+    table = np.asarray(candidates, dtype=precision)
+    tm, tn, tk, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
+                         for i in range(4))  # fmt: skip
     m_tiles, n_tiles = np.ceil(M / tm), np.ceil(N / tn)
     k_slice = np.ceil(K / split)
     tk = np.minimum(tk, np.ceil(k_slice / hw.tile_granule) * hw.tile_granule)  # never step past K
@@ -239,6 +235,8 @@ def attention_phase(
     q_in_hbm: bool = True,
     o_to_hbm: bool = True,
     pack_query_heads: bool = True,
+    per_point: bool = False,
+    precision: type = np.float64,
 ) -> PhaseCost:
     """Cost of flash attention for each point and candidate tile [q, kv, split].
 
@@ -250,13 +248,15 @@ def attention_phase(
     as simple per-(request, head) decode kernels do). K/V are read from HBM once per batch entry
     and KV head (re-reads by other query tiles hit the shared cache).
     q_in_hbm / o_to_hbm: False when the queries come from / the output goes to another op of
-    the same kernel, on chip.
+    the same kernel, on chip. per_point, precision: as for gemm_phase.
     """
     b = hw.dtype_bytes(dtype)
     g = hw.tile_granule
-    B, Q, KV = _col(batch), _col(q_len), _col(kv_len)
-    heads, kv_heads, head_dim = _col(heads), _col(kv_heads), _col(head_dim)
-    tq, tkv, split = (candidates[:, i][None, :] for i in range(3))
+    B, Q, KV = (_col(v).astype(precision) for v in (batch, q_len, kv_len))
+    heads, kv_heads, head_dim = (_col(v).astype(precision) for v in (heads, kv_heads, head_dim))
+    table = np.asarray(candidates, dtype=precision)
+    tq, tkv, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
+                      for i in range(3))  # fmt: skip
     group = heads / kv_heads
     packed = (group * Q <= tq) & pack_query_heads
     rows = np.where(packed, np.ceil(group * Q / g) * g, np.minimum(tq, np.ceil(Q / g) * g))

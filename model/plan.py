@@ -96,6 +96,11 @@ class KernelCost:
         spill = (names == "memory") & (self.spill_bytes >= 0.5 * self.memory_bound_bytes)
         return np.where(spill & (self.spill_bytes > 0), "spill", names)
 
+    def average_gbs(self) -> np.ndarray:
+        """Average HBM demand over the kernel's device time, GB/s (peak_gbs is its densest
+        phase: the burst rate a contention model should see)."""
+        return self.hbm_bytes / np.maximum(self.device_us, 1e-9) * 1e-3
+
     def reuse_ratio(self) -> np.ndarray:
         """On-chip reuse: operand bytes consumed by compute / bytes fetched from HBM."""
         return self.consumed_bytes / np.maximum(self.hbm_bytes, 1.0)

@@ -26,7 +26,8 @@ counts one pass of the block unless its key says `request`):
         launch_us          host launch overhead, us
         device_us          device floor + phases, us
         time_us            launch_us + device_us
-        peak_hbm_gbs       highest HBM demand of a phase, GB/s
+        avg_hbm_gbs        HBM bytes over device time, GB/s
+        peak_hbm_gbs       highest HBM demand of a phase (its burst rate), GB/s
         bound              launch | compute | memory | spill
         baseline_ops       ops of the baseline kernels this kernel replaces (sharing an op)
         baseline_bound     aggregate bound of those baseline kernels (largest summed part)
@@ -100,6 +101,7 @@ def _kernel_row(k: KernelCost, hw: HardwareEnvelope, baseline: list[KernelCost])
         "launch_us": float(k.launch_us[0]),
         "device_us": float(k.device_us[0]),
         "time_us": float(k.time_us[0]),
+        "avg_hbm_gbs": float(k.average_gbs()[0]),
         "peak_hbm_gbs": float(k.peak_gbs[0]),
         "bound": bound,
         "baseline_ops": [op for b in replaced for op in b.ops],

@@ -74,3 +74,20 @@ def test_clock_scale_scales_compute_and_cache_not_hbm() -> None:
     assert slow.unit_flops("bf16") == pytest.approx(hw.unit_flops("bf16") / 2)
     assert slow.unit_feed_bps() == pytest.approx(hw.unit_feed_bps() / 2)
     assert slow.hbm_gbs == hw.hbm_gbs
+
+
+def test_a_users_envelope_derives_what_it_leaves_out() -> None:
+    hw = HardwareEnvelope.from_fields(
+        name="my-npu", cores=4, units_per_core=2, peak_tflops={"bf16": 64.0},
+        hbm_gbs=800.0, sram_kib_per_unit=512.0,
+    )  # fmt: skip
+    assert hw.vector_tflops == 4.0 and hw.cache_gbs == 2800.0 and hw.shared_cache_mib == 0.0
+    with pytest.raises(ValueError, match="missing field\\(s\\) hbm_gbs"):
+        HardwareEnvelope.from_fields(
+            cores=1, units_per_core=1, peak_tflops={"bf16": 1.0}, sram_kib_per_unit=1.0
+        )
+    with pytest.raises(ValueError, match="unknown field\\(s\\) colour"):
+        HardwareEnvelope.from_fields(
+            cores=1, units_per_core=1, peak_tflops={"bf16": 1.0}, hbm_gbs=1.0,
+            sram_kib_per_unit=1.0, colour="red",
+        )  # fmt: skip
