@@ -7,8 +7,8 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   core's units (`ceil(tiles / units)` waves, the last one partial: wave quantization). Padding a
   dimension up to a tile multiple executes wasted FLOPs.
 * Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
-  operand traffic at this unit's share of bandwidth), plus one memory latency to fill the
-  pipeline; the epilogue (writing the output tile) follows the main loop and is not overlapped.
+  operand traffic at this unit's share of bandwidth); each wave first waits `fill_latency_us`
+  for its operands; the epilogue (writing the output tile) follows the main loop unoverlapped.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
   the unit's own port (so one busy unit cannot pull the whole HBM).
 * HBM traffic with reuse: the tiles of one wave share operand panels through the shared cache
@@ -21,7 +21,8 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   throughput, whichever is slower.
 
 All functions are vectorized: `m` etc. are (P,) arrays over points, candidates are (C, k) arrays;
-results are (P, C) arrays. Times are microseconds, traffic bytes, rates bytes/s.
+results are (P, C) arrays (or (P, 1) with `per_point` tiles). Times are microseconds, traffic
+bytes, rates bytes/s.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ PARTIAL_BYTES = 4.0
 """Bytes per element of split-K / split-KV partial results (fp32), written and read back once."""
 
 CACHE_HIT_SPEEDUP = 1.5
-"""How much sooner a shared-cache hit returns than an HBM access (A100 L2 hit ~200-300 cycles
-vs ~500 for DRAM in pointer-chase microbenchmarks); used only for warm-cache streams."""
+"""How much sooner a shared-cache hit returns than an HBM access: pointer-chase microbenchmarks
+put A100's L2-vs-DRAM latency ratio at 1.5-2x; 1.5 fits the warm-cache layer-op rows best. Used
+only for warm-cache streams (measurements that replay the same tensors)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def _waves(
     last = tiles - (waves - 1) * units
     full_share = min(core_bps / units, port_bps)
     last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
-    # Every wave waits one memory latency for its first operands (pipeline fill).
+    # Every wave waits one fill latency for its first operands.
     fill = hw.fill_latency_us * 1e-6
     full = np.maximum(compute_s, tile_in_bytes / full_share) + tile_out_bytes / full_share
     part = np.maximum(compute_s, tile_in_bytes / last_share) + tile_out_bytes / last_share

@@ -159,6 +159,86 @@ def _fixed(cost: PhaseCost, row: np.ndarray) -> tuple[PhaseCost, np.ndarray]:
     return cost.pick(np.zeros(points, dtype=np.int64)), np.repeat(row, points, axis=0)
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What an op's phase needs to know about its kernel and the points it runs at."""
+
+    block: BlockSpec
+    hw: HardwareEnvelope
+    tiles: Mapping[str, Tile]
+    untuned: bool
+    b: np.ndarray
+    s: np.ndarray
+    group: tuple[str, ...]
+    produced: frozenset[str]  # tensors written by earlier ops of the kernel (on chip)
+    escaping: frozenset[str]  # tensors of the kernel that must reach HBM
+
+    def bytes_of(self, tensors) -> np.ndarray:
+        """Total bytes of some activation tensors at every point."""
+        total = np.zeros(len(self.b))
+        for t in tensors:
+            total = total + tensor_bytes(self.block, t, self.b, self.s)
+        return total
+
+
+def _gemm(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
+    spec, block, hw = OPS[op], ctx.block, ctx.hw
+    n, k = gemm_dims(block, op)
+    widths = {t: block.tensor_width(t) for t in spec.writes}
+    a_tensor = spec.reads[0]
+    context = {
+        "a_on_chip": a_tensor in ctx.produced,
+        "a_written": a_tensor in ctx.produced and a_tensor in ctx.escaping,
+        "out_fraction": sum(w for t, w in widths.items() if t in ctx.escaping)
+        / sum(widths.values()),
+    }
+    # A GEMM's cost depends on m alone here: evaluate each distinct m once.
+    unique_m, inverse = np.unique(block.tokens(ctx.b, ctx.s), return_inverse=True)
+    fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
+    if fixed is None:
+        cost, rows = best_gemm(hw, block.dtype, unique_m, n, k, **context)
+    else:
+        cost, rows = _fixed(gemm_phase(hw, block.dtype, unique_m, n, k, fixed, **context), fixed)
+    return cost.pick(inverse, columns=False), rows[inverse]
+
+
+def _attention(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
+    block, hw = ctx.block, ctx.hw
+    q_len, kv_len = attention_dims(block, ctx.s)
+    shape = (ctx.b, q_len, kv_len, block.heads, block.kv_heads, block.head_dim,
+             block.phase == "prefill")  # fmt: skip
+    context = {"q_in_hbm": "q_rot" not in ctx.produced, "o_to_hbm": "attn_out" in ctx.escaping}
+    fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
+    if fixed is None:
+        return best_attention(hw, block.dtype, *shape, **context)
+    return _fixed(attention_phase(hw, block.dtype, *shape, fixed, **context), fixed)
+
+
+def _elementwise(ctx: _Context, op: str) -> PhaseCost:
+    spec, block = OPS[op], ctx.block
+    reads = ctx.bytes_of(t for t in spec.reads if t not in ctx.produced)
+    reads = reads + weight_bytes(block, op)
+    writes = ctx.bytes_of(t for t in spec.writes if t in ctx.escaping)
+    # A norm needs whole rows: behind a tiled op of the same kernel its input is spread over
+    # tiles and makes a round trip through HBM (only the read back if it leaves anyway).
+    before = ctx.group[: ctx.group.index(op)]
+    spill_read = spill_write = np.zeros(len(ctx.b))
+    if spec.row_reduction and any(OPS[p].kind != "elementwise" for p in before):
+        on_chip = [t for t in spec.reads if t in ctx.produced]
+        spill_read = ctx.bytes_of(on_chip)
+        spill_write = ctx.bytes_of(t for t in on_chip if t not in ctx.escaping)
+    cost = elementwise_phase(
+        ctx.hw,
+        reads + spill_read,
+        writes + spill_write,
+        op_flops(block, op, ctx.b, ctx.s),
+        standalone=len(ctx.group) == 1,
+        dependent_passes=2 if spec.row_reduction else 1,
+    )
+    return replace(cost.pick(np.zeros(len(ctx.b), dtype=np.int64)),
+                   spill_bytes=spill_read + spill_write)  # fmt: skip
+
+
 def evaluate_plan(
     block: BlockSpec,
     hw: HardwareEnvelope,
@@ -178,97 +258,31 @@ def evaluate_plan(
     """
     b = np.asarray(b, dtype=np.float64).ravel()
     s = np.asarray(s, dtype=np.float64).ravel()
-    points = len(b)
-    dtype, elem = block.dtype, block.bytes_per_element
-    m = block.tokens(b, s)
     group_of = {op: i for i, g in enumerate(groups) for op in g}
-    outputs = set(block_outputs(block)) | set(CACHE_TENSORS)
-    read_in = {t: {group_of[op] for op in block.op_names if t in OPS[op].reads} for op_ in
-               block.op_names for t in OPS[op_].writes}  # fmt: skip
-
-    def leaves(tensor: str, group: int) -> bool:
-        """Whether a tensor written in `group` must reach HBM."""
-        return tensor in outputs or bool(read_in[tensor] - {group})
-
+    always = set(block_outputs(block)) | set(CACHE_TENSORS)
     kernels = []
     for index, group in enumerate(groups):
+        written = {t for op in group for t in OPS[op].writes}
+        escaping = frozenset(
+            t for t in written
+            if t in always or any(group_of[r] != index for r in block.op_names
+                                  if t in OPS[r].reads)
+        )  # fmt: skip
         produced: set[str] = set()
-        phases: list[PhaseCost] = []
-        chosen: dict[str, np.ndarray] = {}
-        consumed = np.zeros(points)
-        flops = np.zeros(points)
+        phases, chosen = [], {}
+        flops = consumed = np.zeros(len(b))
         for op in group:
+            ctx = _Context(block, hw, tiles, untuned, b, s, group, frozenset(produced), escaping)
             spec = OPS[op]
-            flops = flops + op_flops(block, op, b, s)
-            if spec.kind == "gemm":
-                n, k = gemm_dims(block, op)
-                widths = [block.tensor_width(t) for t in spec.writes]
-                out = sum(w for t, w in zip(spec.writes, widths, strict=True) if leaves(t, index))
-                fixed = _fixed_tile(block, hw, op, tiles.get(op), untuned)
-                a_tensor = spec.reads[0]
-                context = {"a_on_chip": a_tensor in produced,
-                           "a_written": a_tensor in produced and leaves(a_tensor, index),
-                           "out_fraction": out / sum(widths)}  # fmt: skip
-                # A GEMM's cost depends on m alone here: evaluate each distinct m once.
-                unique_m, inverse = np.unique(m, return_inverse=True)
-                if fixed is None:
-                    cost, rows = best_gemm(hw, dtype, unique_m, n, k, **context)
-                else:
-                    cost, rows = _fixed(
-                        gemm_phase(hw, dtype, unique_m, n, k, fixed, **context), fixed
-                    )
-                cost = cost.pick(inverse, columns=False)
-                chosen[op] = rows[inverse]
-                consumed = consumed + op_flops(block, op, b, s) * elem
-            elif spec.kind == "attention":
-                q_len, kv_len = attention_dims(block, s)
-                fixed = _fixed_tile(block, hw, op, tiles.get(op), untuned)
-                shape = (b, q_len, kv_len, block.heads, block.kv_heads, block.head_dim,
-                         block.phase == "prefill")  # fmt: skip
-                context = {"q_in_hbm": "q_rot" not in produced,
-                           "o_to_hbm": leaves("attn_out", index)}  # fmt: skip
-                if fixed is None:
-                    cost, chosen[op] = best_attention(hw, dtype, *shape, **context)
-                else:
-                    cost, chosen[op] = _fixed(
-                        attention_phase(hw, dtype, *shape, fixed, **context), fixed
-                    )
-                consumed = consumed + op_flops(block, op, b, s) * elem
+            useful = op_flops(block, op, b, s)
+            flops = flops + useful
+            if spec.kind == "elementwise":
+                phases.append(_elementwise(ctx, op))
+                consumed = consumed + ctx.bytes_of(spec.reads)
             else:
-                reads = sum(
-                    (tensor_bytes(block, t, b, s) for t in spec.reads if t not in produced),
-                    np.zeros(points),
-                ) + weight_bytes(block, op)
-                writes = sum(
-                    (tensor_bytes(block, t, b, s) for t in spec.writes if leaves(t, index)),
-                    np.zeros(points),
-                )
-                # A norm needs whole rows: behind a tiled op in the same kernel its input is
-                # spread over tiles and makes a round trip through HBM (only the read back
-                # when the input leaves the kernel anyway).
-                tiled_before = any(OPS[p].kind != "elementwise" for p in group[: group.index(op)])
-                spill_read, spill_write = np.zeros(points), np.zeros(points)
-                if spec.row_reduction and tiled_before:
-                    for t in (t for t in spec.reads if t in produced):
-                        spill_read = spill_read + tensor_bytes(block, t, b, s)
-                        if not leaves(t, index):
-                            spill_write = spill_write + tensor_bytes(block, t, b, s)
-                spill = spill_read + spill_write
-                cost = elementwise_phase(
-                    hw,
-                    reads + spill_read,
-                    writes + spill_write,
-                    op_flops(block, op, b, s),
-                    standalone=len(group) == 1,
-                    dependent_passes=2 if spec.row_reduction else 1,
-                )
-                cost = replace(
-                    cost.pick(np.zeros(points, dtype=np.int64)), spill_bytes=spill + 0.0 * reads
-                )
-                consumed = consumed + sum(
-                    (tensor_bytes(block, t, b, s) for t in spec.reads), np.zeros(points)
-                )
-            phases.append(cost)
+                cost, chosen[op] = (_gemm if spec.kind == "gemm" else _attention)(ctx, op)
+                phases.append(cost)
+                consumed = consumed + useful * block.bytes_per_element  # 2 operands per MAC
             produced.update(spec.writes)
         kernels.append(_combine(hw, group, chosen, phases, flops, consumed, dispatch_us))
     return kernels
