@@ -92,7 +92,7 @@ def classify(
             "p99_tail_latency_ms": round(tail_p99["latency"], 4),
         }
         if name in DRIVER_OF:
-            drop = counterfactual["p99_drop_if_off_ms"][DRIVER_OF[name]]
+            drop = counterfactual["p99_drop_if_off_ms"].get(DRIVER_OF[name], 0.0)
             evidence[f"p99_drop_if_{DRIVER_OF[name]}_off_ms"] = round(drop, 4)
         if name == "queueing/capacity" and utilization_mean is not None:
             evidence["core_utilization_mean"] = round(utilization_mean, 4)

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from model.runtime import simulate
-from model.runtime_inputs import PLACEMENTS, Fallback, ServiceSpec
+from model.runtime_inputs import PLACEMENTS, Fallback, ServiceSpec, ShapeMix
 from model.runtime_plan import plan_queues, shape_columns
 from model.workload import generate_requests
-from tests.runtime_helpers import random_table, table_config
+from tests.runtime_helpers import pinned_config, random_table, table_config
 from tests.runtime_reference import reference_run
 
 SHAPES = (64, 128, 256, 512)
@@ -115,3 +115,31 @@ def test_batching_timer_and_full_batch_by_hand() -> None:
     assert req.start_ms[2] == max(4.0, 0.5 + t2)
     assert req.batch[3] == req.batch[4] and req.start_ms[3] == max(20.2, req.finish_ms[2])
     assert req.finish_ms[2] - req.start_ms[2] == pytest.approx(t1, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    cores=st.integers(1, 8),
+    placement=st.sampled_from(["central-queue", "round-robin", "random"]),
+    dist=st.sampled_from(["exponential", "deterministic", "lognormal"]),
+    load=st.floats(0.2, 1.2),
+    compiled=st.sampled_from([None, (128,)]),
+)
+def test_fifo_path_equals_the_event_loop(seed, cores, placement, dist, load, compiled) -> None:
+    """Single-request pinned runs take the one-pass FIFO loop: same results as the event loop."""
+    cfg = dataclasses.replace(
+        pinned_config(
+            cores=cores, rate_per_s=load * cores * 1000.0, dist=dist, cv=0.8,
+            placement=placement, requests=500, seed=seed,
+        ),
+        workload=dataclasses.replace(
+            pinned_config(cores=1, rate_per_s=load * cores * 1000.0, requests=500).workload,
+            shapes=ShapeMix((64, 512), (0.7, 0.3)),
+        ),
+        compiled_shapes=compiled,
+        fallback=Fallback(dispatch_overhead_us=300.0),
+    )  # fmt: skip
+    fast, slow = simulate(cfg), simulate(cfg, allow_fifo=False)
+    for name in ("start_ms", "finish_ms", "core", "fallback"):
+        np.testing.assert_array_equal(getattr(fast.requests, name), getattr(slow.requests, name))
