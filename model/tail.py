@@ -71,15 +71,19 @@ def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
     generic-path extra), contention (HBM stretch), launch, compute, memory, and spill (the
     share of memory + contention due to SRAM spill traffic, by bytes)."""
     b = result.batches
-    with np.errstate(divide="ignore", invalid="ignore"):
-        spill_share = np.where(b.hbm_bytes > 0, np.minimum(1.0, b.spill_bytes / b.hbm_bytes), 0.0)
+    if result.pinned:  # no traffic: no spill (and no work spent finding that out)
+        spill = np.zeros(len(b.start_ms))
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(b.hbm_bytes > 0, np.minimum(1.0, b.spill_bytes / b.hbm_bytes), 0.0)
+        spill = (b.memory_ms + b.stretch_ms) * share
     return {
         "fallback": b.stall_ms + b.fallback_extra_ms,
         "contention": b.stretch_ms,
         "launch": b.launch_ms,
         "compute": b.compute_ms,
         "memory": b.memory_ms,
-        "spill": (b.memory_ms + b.stretch_ms) * spill_share,
+        "spill": spill,
     }
 
 
@@ -124,6 +128,7 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
     imbalance = imbalance_ms(result)
     wait, batching = req.queue_wait_ms[m], req.batching_wait_ms[m]
     imb = np.zeros(n) if imbalance is None else imbalance[m]
+    parts = batch_parts(result)
     out = []
     for idx in [*groups, None]:
         sel = slice(None) if idx is None else idx
@@ -131,7 +136,7 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
         row["batching"] = float(np.mean(batching[sel]))
         row["imbalance"] = float(np.mean(imb[sel]))
         row["queueing"] = float(np.mean(wait[sel])) - row["batching"] - row["imbalance"]
-        for name, per_batch in batch_parts(result).items():
+        for name, per_batch in parts.items():
             if idx is None:  # mean over requests = count-weighted mean over batches
                 row[name] = float(np.dot(per_batch, per_batch_count) / n)
             else:

@@ -8,6 +8,7 @@ service draws: counterfactual runs see the same requests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +27,21 @@ class RequestStream:
         seq_len: (N,) int64 runtime shape of each request (tokens).
         service_draw_ms: (N,) float64 pinned-distribution draw of each request, ms (the time
             of the batch it leads); zeros when service comes from a model table.
-        placement_draw: (N,) int64 uniform random draw in [0, 2**31) for random placement.
+        seed: the seed the stream was drawn from.
+    `placement_draw` ((N,) int64 uniform in [0, 2**31), for random placement) is drawn from
+    its own stream on first use, so runs that never place randomly never pay for it.
     """
 
     arrival_ms: np.ndarray
     seq_len: np.ndarray
     service_draw_ms: np.ndarray
-    placement_draw: np.ndarray
+    seed: int
+
+    @cached_property
+    def placement_draw(self) -> np.ndarray:
+        """(N,) int64 uniform draws in [0, 2**31) for random placement."""
+        rng = random_streams(self.seed)["placement"]
+        return rng.integers(0, 2**31, size=len(self.arrival_ms), dtype=np.int64)
 
 
 def random_streams(seed: int) -> dict[str, np.random.Generator]:
@@ -90,11 +99,15 @@ def generate_requests(workload: Workload, service: ServiceSpec, seed: int) -> Re
     rng = random_streams(seed)
     weights = np.asarray(workload.shapes.weights, dtype=np.float64)
     values = np.asarray(workload.shapes.values, dtype=np.int64)
+    if len(values) == 1:  # nothing to draw (the shape stream is separate: no other draw moves)
+        seq_len = np.full(n, values[0], dtype=np.int64)
+    else:
+        seq_len = values[rng["shapes"].choice(len(values), size=n, p=weights / weights.sum())]
     return RequestStream(
         arrival_ms=arrival_times_ms(workload.arrivals, n, rng["arrivals"]),
-        seq_len=values[rng["shapes"].choice(len(values), size=n, p=weights / weights.sum())],
+        seq_len=seq_len,
         service_draw_ms=service_draws_ms(service, n, rng["service"]),
-        placement_draw=rng["placement"].integers(0, 2**31, size=n, dtype=np.int64),
+        seed=int(seed),
     )
 
 

@@ -14,37 +14,13 @@ from model.runtime_inputs import (
     ShapeMix,
     Workload,
 )
+from model.runtime_validation import poisson_pinned
 from model.service_arrays import service_table_from_arrays
 
 
-def pinned_config(
-    *,
-    cores: int,
-    rate_per_s: float,
-    mean_ms: float = 1.0,
-    dist: str = "exponential",
-    cv: float | None = None,
-    placement: str = "central-queue",
-    requests: int = 20_000,
-    seed: int = 0,
-    warmup_fraction: float = 0.1,
-    max_batch: int = 1,
-    max_queue_delay_ms: float = 0.0,
-) -> RuntimeConfig:
-    """One-shape workload with pinned-distribution service (queueing-theory checks)."""
-    return RuntimeConfig(
-        workload=Workload(
-            Arrivals("poisson", rate_per_s=rate_per_s),
-            ShapeMix((128,), (1.0,)),
-            requests,
-            warmup_fraction,
-        ),
-        hardware=RuntimeHardware(cores=cores, hbm_gbs=1000.0),
-        batch_policy=BatchPolicy(max_batch, max_queue_delay_ms),
-        placement=placement,
-        service=ServiceSpec("distribution", dist, mean_ms, cv),
-        seed=seed,
-    )
+def pinned_config(**kwargs) -> RuntimeConfig:
+    """One-shape Poisson workload with pinned-distribution service (see poisson_pinned)."""
+    return poisson_pinned(**kwargs)
 
 
 def random_table(rng: np.random.Generator, max_batch: int, shapes, compiled_shapes=None):

@@ -171,3 +171,19 @@ def test_bad_table_inputs_get_one_line_errors() -> None:
     small = decode_table("none", shapes=(512, 1024), compiled_shapes=(512, 1024))
     with pytest.raises(ValueError, match="seq_len value 2048 is not a column"):
         simulate(cfg, small)
+
+
+def test_a_plain_run_loads_neither_polars_nor_textual() -> None:
+    """`workbench run` must start fast: the run path stays off polars and textual."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from model.runtime_summary import run_summary\n"
+        "from model.runtime_validation import poisson_pinned\n"
+        "run_summary(poisson_pinned(cores=2, rate_per_s=1000.0, requests=500))\n"
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] in ('polars', 'textual')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == ""
