@@ -139,45 +139,56 @@ def simulate_kernel(
     i_next = 0
     done = 0
     nb = 0
+    # Cached next phase end and best dispatch: recomputed only after events that can change
+    # them (arrivals leave phases alone; a core entering its memory phase stays busy).
+    phases_dirty = True
+    lanes_dirty = True
+    t_ph = np.inf
+    k_ph = -1
+    t_d = np.inf
+    lane_d = -1
+    head_d = np.inf
     while done < n:
         t_arr = arrival[i_next] if i_next < n else np.inf
 
-        # Next phase end among busy cores.
-        t_ph = np.inf
-        k_ph = -1
-        for k in range(n_cores):
-            if phase[k] == FIXED:
-                te = fixed_end[k]
-            elif phase[k] == MEMORY:
-                rate = scale if demand[k] > 0 else 1.0
-                te = anchor_t[k] + anchor_rem[k] / rate
-            else:
-                continue
-            if te < t_ph:
-                t_ph = te
-                k_ph = k
+        if phases_dirty:  # next phase end among busy cores
+            phases_dirty = False
+            t_ph = np.inf
+            k_ph = -1
+            for k in range(n_cores):
+                if phase[k] == FIXED:
+                    te = fixed_end[k]
+                elif phase[k] == MEMORY:
+                    rate = scale if demand[k] > 0 else 1.0
+                    te = anchor_t[k] + anchor_rem[k] / rate
+                else:
+                    continue
+                if te < t_ph:
+                    t_ph = te
+                    k_ph = k
 
-        # Earliest dispatch among lanes with a free core: oldest head first on ties.
-        t_d = np.inf
-        lane_d = -1
-        head_d = np.inf
-        for lane in range(n_lanes):
-            if count[lane] == 0:
-                continue
-            base = lane // n_sub
-            has_free = False
-            for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
-                if phase[lane_core_idx[j]] == IDLE:
-                    has_free = True
-                    break
-            if not has_free:
-                continue
-            td = max(ready[lane], t)
-            ha = arrival[head[lane]]
-            if td < t_d or (td == t_d and ha < head_d):
-                t_d = td
-                lane_d = lane
-                head_d = ha
+        if lanes_dirty:  # earliest dispatch among lanes with a free core, oldest head first
+            lanes_dirty = False
+            t_d = np.inf
+            lane_d = -1
+            head_d = np.inf
+            for lane in range(n_lanes):
+                if count[lane] == 0:
+                    continue
+                base = lane // n_sub
+                has_free = False
+                for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
+                    if phase[lane_core_idx[j]] == IDLE:
+                        has_free = True
+                        break
+                if not has_free:
+                    continue
+                td = max(ready[lane], t)
+                ha = arrival[head[lane]]
+                if td < t_d or (td == t_d and ha < head_d):
+                    t_d = td
+                    lane_d = lane
+                    head_d = ha
 
         if k_ph < 0 and lane_d < 0 and i_next >= n:
             break  # nothing can happen any more (only with an empty core set: a caller bug)
@@ -186,6 +197,7 @@ def simulate_kernel(
             k = k_ph
             t = max(t, t_ph)
             b = core_batch[k]
+            phases_dirty = True
             if phase[k] == FIXED and b_memory[b] > 0:
                 phase[k] = MEMORY
                 b_mem_start[b] = t
@@ -196,6 +208,7 @@ def simulate_kernel(
                 if phase[k] == FIXED:
                     b_mem_start[b] = t
                 phase[k] = IDLE
+                lanes_dirty = True
                 free_since[k] = t
                 core_batch[k] = -1
                 b_finish[b] = t
@@ -252,11 +265,29 @@ def simulate_kernel(
             elif count[lane] == 1:
                 ready[lane] = arrival[i] + delay_ms
             i_next += 1
+            if not lanes_dirty:  # only this lane changed: compare it with the cached best
+                has_free = False
+                for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
+                    if phase[lane_core_idx[j]] == IDLE:
+                        has_free = True
+                        break
+                if has_free:
+                    td = max(ready[lane], t)
+                    ha = arrival[head[lane]]
+                    if lane == lane_d or (
+                        td < t_d
+                        or (td == t_d and (ha < head_d or (ha == head_d and lane < lane_d)))
+                    ):
+                        t_d = td
+                        lane_d = lane
+                        head_d = ha
         else:
             # ---- dispatch a batch from lane_d at t_d
             lane = lane_d
             t = t_d
             base = lane // n_sub
+            phases_dirty = True
+            lanes_dirty = True
             k = -1
             for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
                 q = lane_core_idx[j]
@@ -392,12 +423,13 @@ def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms,
     finish = np.empty(n)
     core = np.empty(n, np.int64)
     for i in range(n):
-        k = req_base[i]
         if pooled:
             k = 0
             for q in range(1, n_cores):
                 if free[q] < free[k]:
                     k = q
+        else:
+            k = req_base[i]
         s = max(arrival[i], free[k])
         fixed = 0.0 + req_draw[i] + (overhead_ms if col_fallback[req_col[i]] else 0.0)
         start[i] = s

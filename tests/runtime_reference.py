@@ -59,7 +59,10 @@ def reference_run(
     busy = [False] * cores
     free_since = [0.0] * cores
     planned = [0.0] * cores
-    owner_queue: dict[int, list[int]] = {k: [] for k in range(cores)}  # least-loaded work
+    # least-loaded: queued work as a running sum, added at arrival, subtracted per batch and
+    # reset to 0 when the core's queue empties (the documented estimator, same rounding)
+    queued_work = [0.0] * cores
+    queued_count = [0] * cores
     compile_done: dict[int, float] = {}
     out = {"start": np.full(n, np.nan), "finish": np.full(n, np.nan), "core": np.full(n, -1)}
     check_pending = [False]
@@ -84,7 +87,7 @@ def reference_run(
             return int(plan.req_base[i])
         work = []
         for k in range(cores):
-            w = sum(plan.req_est_ms[r] for r in owner_queue[k])
+            w = queued_work[k]
             if busy[k]:
                 w += max(0.0, planned[k] - env.now)
             work.append(w)
@@ -95,7 +98,8 @@ def reference_run(
         key = (base, int(plan.req_sub[i]) if config.batch_policy.bucketing else 0)
         queues.setdefault(key, deque()).append(i)
         if config.placement == "least-loaded":
-            owner_queue[base].append(i)
+            queued_work[base] += plan.req_est_ms[i]
+            queued_count[base] += 1
         env.call_at(lane_ready(queues[key]), request_check)
         request_check()
 
@@ -123,7 +127,13 @@ def reference_run(
         if q:
             env.call_at(lane_ready(q), request_check)
         if config.placement == "least-loaded":
-            owner_queue[key[0]] = [r for r in owner_queue[key[0]] if r not in members]
+            batch_work = 0.0
+            for r in members:
+                batch_work += plan.req_est_ms[r]
+            queued_work[key[0]] -= batch_work
+            queued_count[key[0]] -= len(members)
+            if queued_count[key[0]] == 0:
+                queued_work[key[0]] = 0.0
         col = int(max(plan.req_col[r] for r in members))
         stall = 0.0
         if columns.fallback[col] and stall_ms > 0:
