@@ -143,3 +143,37 @@ def test_fifo_path_equals_the_event_loop(seed, cores, placement, dist, load, com
     fast, slow = simulate(cfg), simulate(cfg, allow_fifo=False)
     for name in ("start_ms", "finish_ms", "core", "fallback"):
         np.testing.assert_array_equal(getattr(fast.requests, name), getattr(slow.requests, name))
+
+
+def test_kernels_stay_in_bounds(tmp_path) -> None:
+    """numba does not bounds-check by default: an out-of-range read returns garbage silently.
+    Run every placement, bucketing and both service sources (the pinned ones without compile
+    stalls, so single-request runs take the FIFO loop) with bounds checks compiled in."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import dataclasses, itertools
+import numpy as np
+from model.runtime import simulate
+from model.runtime_inputs import PLACEMENTS, Fallback, ServiceSpec
+from tests.runtime_helpers import random_table, table_config
+table = random_table(np.random.default_rng(1), 3, (64, 128, 256), (128,))
+for placement, bucketing, pinned in itertools.product(PLACEMENTS, (False, True), (False, True)):
+    for max_batch in (1, 3):
+        cfg = table_config(table, cores=3, rate_per_s=3000.0, weights=(1, 1, 1), requests=300,
+                           seed=2, placement=placement, max_batch=max_batch,
+                           max_queue_delay_ms=0.2, bucketing=bucketing, stall_ms=2.0,
+                           hbm_gbs=300.0)
+        if pinned:
+            cfg = dataclasses.replace(cfg, service=ServiceSpec("distribution", "exponential", 1.0),
+                                      compiled_shapes=(128,), fallback=Fallback(0.0, 100.0))
+        simulate(cfg, None if pinned else table)
+"""
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
