@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import resource
 import statistics
 import subprocess
@@ -197,6 +198,12 @@ def main() -> None:
         f"| sweep of the default example, 256 points (max_batch x placement x timer x load), "
         f"20,000 requests each, 2 threads | median {statistics.median(sweep_ms) / 1000:.2f} s "
         f"(3 runs) | <= 3 s |"
+    )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines.append("")
+    lines.append(
+        f"1-minute load average when the run ended: {load:.1f} on {os.cpu_count()} CPUs "
+        "(other jobs on the machine slow every figure above)."
     )
     write_section("runtime", "Runtime simulator", COMMAND, "\n".join(lines))
 

@@ -136,6 +136,14 @@ class SLA:
     p99_ms: float | None = None
     min_throughput_per_s: float | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("p95_ms", "p99_ms", "min_throughput_per_s"):
+            v = getattr(self, name)
+            _require(
+                v is None or (_finite(v) and v > 0),
+                f"inputs.sla.{name} must be a number > 0 (got {v!r})",
+            )
+
 
 @dataclass(frozen=True)
 class BatchPolicy:

@@ -124,6 +124,20 @@ def affinity_core_sets(group_work: np.ndarray, cores: int) -> list[np.ndarray]:
     return [np.arange(e - c, e, dtype=np.int64) for c, e in zip(count, ends, strict=True)]
 
 
+def _affinity_lanes(config, columns, group_of_col, req_col):
+    """(base lane per request, core sets) for shape-affinity: one lane per group with weight
+    in the shape mix, sized by the group's expected work (mix weight x amortised cost)."""
+    value_cols = np.searchsorted(columns.shapes, np.asarray(config.workload.shapes.values))
+    weights = np.asarray(config.workload.shapes.weights, np.float64)
+    if config.service.source != "distribution":  # pinned: every shape costs the same
+        weights = weights * columns.per_request_ms[value_cols]
+    groups = group_of_col[value_cols]
+    work = np.bincount(groups, weights=weights, minlength=int(group_of_col.max()) + 1)
+    present = np.unique(groups[np.asarray(config.workload.shapes.weights) > 0])
+    base = np.searchsorted(present, group_of_col[req_col]).astype(np.int64)
+    return base, affinity_core_sets(work[present], int(config.hardware.cores))
+
+
 def plan_queues(config: RuntimeConfig, columns: ShapeColumns, stream: RequestStream) -> QueuePlan:
     """Assign every request to its lane (or, for least-loaded, its sub-queue and estimate)."""
     cores = int(config.hardware.cores)
@@ -149,22 +163,7 @@ def plan_queues(config: RuntimeConfig, columns: ShapeColumns, stream: RequestStr
     if placement == "central-queue":
         base, sets = placeholder, [all_cores]
     elif placement == "shape-affinity":
-        present = np.unique(group_of_col[req_col])
-        weights = np.asarray(config.workload.shapes.weights, np.float64)
-        value_cols = np.searchsorted(columns.shapes, np.asarray(config.workload.shapes.values))
-        mean_cost = columns.per_request_ms if config.service.source != "distribution" else None
-        work = np.array(
-            [
-                sum(
-                    w * (1.0 if mean_cost is None else mean_cost[c])
-                    for w, c in zip(weights, value_cols, strict=True)
-                    if group_of_col[c] == grp
-                )
-                for grp in present
-            ]
-        )
-        base = np.searchsorted(present, group_of_col[req_col]).astype(np.int64)
-        sets = affinity_core_sets(work, cores)
+        base, sets = _affinity_lanes(config, columns, group_of_col, req_col)
     else:
         if placement == "round-robin":
             base = np.arange(len(req_col), dtype=np.int64) % cores

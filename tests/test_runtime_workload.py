@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from model.runtime import simulate
 from model.runtime_inputs import (
+    SLA,
     Arrivals,
     BatchPolicy,
     RuntimeConfig,
@@ -107,6 +108,7 @@ def test_bad_trace_files_name_file_and_line(tmp_path, text: str, message: str) -
         (lambda: ServiceSpec("distribution", "gamma", 1.0), r"service.dist must be one of"),
         (lambda: ServiceSpec("distribution", "lognormal", 1.0), r"service.cv must be > 0"),
         (lambda: RuntimeHardware(0, 10.0), r"hardware.cores must be >= 1"),
+        (lambda: SLA(p99_ms=-5.0), r"inputs.sla.p99_ms must be a number > 0 \(got -5.0\)"),
         (
             lambda: dataclasses.replace(pinned_config(cores=1, rate_per_s=1), placement="fastest"),
             r"placement must be one of central-queue, round-robin",
