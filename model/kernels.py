@@ -125,19 +125,23 @@ def _split_waves(
     reads: np.ndarray,
     out: np.ndarray,
     out_elements: np.ndarray,
+    full_tiles: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Waves of tiles plus, when the reduction is split, the serialized merge pass.
 
     With split > 1 the tiles write fp32 partials (split x out_elements) instead of the output;
-    a merge pass then reads them back and writes `out`. Returns (time s, memory-bound flag,
-    HBM bytes written and read back beyond `reads`).
+    a merge pass then reads them back and writes `out`. `full_tiles` is the work measured in
+    full tiles (fractional where edge tiles are ragged): a wave lasts as long as a *full* tile,
+    so per-tile bytes are the bytes over full_tiles, not over the tile count (default: tiles).
+    Returns (time s, memory-bound flag, HBM bytes written and read back beyond `reads`).
     """
+    per = tiles if full_tiles is None else full_tiles
     if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
-        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / tiles, out / tiles)
+        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / per, out / per)
         return time, memory_bound, out + 0.0 * time
     partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
-    tile_writes = np.where(split > 1, partials, out) / tiles
-    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / tiles, tile_writes)
+    tile_writes = np.where(split > 1, partials, out) / per
+    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / per, tile_writes)
     merge_s = np.where(
         split > 1, hw.fill_latency_us * 1e-6 + (partials + out) / hw.core_hbm_bps(), 0.0
     )
@@ -200,8 +204,9 @@ def gemm_phase(
     panel_cols = np.minimum(n_tiles, np.ceil(active / (split * panel_rows)))
     waves = np.ceil(tiles / hw.units_per_core)
     a_ideal, b_ideal = M * K * b, N * K * b
-    a_read = np.maximum(waves * panel_rows * rows * K * b, a_ideal)
-    b_read = np.maximum(waves * panel_cols * cols * K * b, b_ideal)
+    # A panel covers at most the whole operand: edge padding is zero-filled, not fetched.
+    a_read = np.maximum(waves * np.minimum(panel_rows * rows, M) * K * b, a_ideal)
+    b_read = np.maximum(waves * np.minimum(panel_cols * cols, N) * K * b, b_ideal)
     cached = (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
     a_read = np.where(cached, a_ideal, a_read)
     b_read = np.where(cached, b_ideal, b_read)
@@ -212,8 +217,10 @@ def gemm_phase(
         a_read = np.zeros_like(a_read)
     out = M * N * b * out_fraction
     reads = a_read + b_read + spill
+    # A ragged edge tile moves fewer bytes than a full one; the wave waits for the full ones.
+    full_tiles = (M / rows) * (N / cols) * split
     time, memory_bound, writes = _split_waves(
-        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N
+        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, full_tiles
     )
     return PhaseCost(
         time_us=time * 1e6,
