@@ -175,35 +175,69 @@ def _events(path: str, document: object) -> list[object]:
     )
 
 
+def _key(value: object) -> object:
+    """A pid/tid/id usable as a dict key (traces are not always tidy: lists become text)."""
+    return value if isinstance(value, str | int | float | None) else json.dumps(value)
+
+
+def _args(event: dict) -> dict:
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
+
+
 def _track_names(
     events: list[object],
 ) -> tuple[dict[object, str], dict[tuple[object, object], str]]:
+    """Process names by pid and thread names by (pid, tid), from `M` metadata events."""
     processes: dict[object, str] = {}
     threads: dict[tuple[object, object], str] = {}
     for ev in events:  # metadata events are few but interleaved: one pass over all events
         if isinstance(ev, dict) and ev.get("ph") == "M":
-            label = str((ev.get("args") or {}).get("name", ""))
+            label = str(_args(ev).get("name", ""))
             if ev.get("name") == "process_name":
-                processes[ev.get("pid")] = label
+                processes[_key(ev.get("pid"))] = label
             elif ev.get("name") == "thread_name":
-                threads[(ev.get("pid"), ev.get("tid"))] = label
+                threads[(_key(ev.get("pid")), _key(ev.get("tid")))] = label
     return processes, threads
 
 
-def _int_list(value: object) -> list[int] | None:
-    if isinstance(value, list) and value and all(isinstance(x, int) for x in value):
+INT64_MAX = 2**63 - 1
+
+
+def _int64(value: object) -> int | None:
+    """A JSON integer that fits int64, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and -INT64_MAX <= value <= INT64_MAX:
         return value
     return None
 
 
-def _duration_problem(dur: object) -> tuple[str, str] | None:
-    if isinstance(dur, bool) or not isinstance(dur, int | float):
-        return "missing_duration", f"not a number ({dur!r})" if dur is not None else "missing"
-    if not math.isfinite(dur):
-        return "nonfinite_duration", f"NaN or infinite ({dur!r})"
-    if dur <= 0:
-        return "nonpositive_duration", f"zero or negative ({dur!r})"
+def _int_list(value: object) -> list[int] | None:
+    """A non-empty list of int64 integers (launch grid/block), else None."""
+    if isinstance(value, list) and value and all(_int64(x) is not None for x in value):
+        return value
     return None
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as float (inf when too large for a float), None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _duration_us(dur: object) -> tuple[float | None, tuple[str, str] | None]:
+    """`dur` as float us, or the exclusion reason and message when it is not usable."""
+    value = _number(dur)
+    if value is None:
+        return None, ("missing_duration", "missing" if dur is None else f"not a number ({dur!r})")
+    if not math.isfinite(value):
+        return None, ("nonfinite_duration", f"NaN or infinite ({dur!r})")
+    if value <= 0:
+        return None, ("nonpositive_duration", f"zero or negative ({dur!r})")
+    return value, None
 
 
 def read_chrome_trace(path: str | Path, *, max_bytes: int = MAX_TRACE_BYTES) -> ChromeTrace:
@@ -230,36 +264,36 @@ def read_chrome_trace(path: str | Path, *, max_bytes: int = MAX_TRACE_BYTES) -> 
         if ev.get("ph") != "X":
             continue
         category = str(ev.get("cat", "")).lower()
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args = _args(ev)
         if category in ("cpu_op", "operator") and "External id" in args:
-            cpu_ops[args["External id"]] = (str(ev.get("name", "")), args.get("Input Dims"))
+            cpu_ops[_key(args["External id"])] = (str(ev.get("name", "")), args.get("Input Dims"))
+        pid, tid = _key(ev.get("pid")), _key(ev.get("tid"))
         on_stream = bool(
-            DEVICE_PROCESS.search(processes.get(ev.get("pid"), ""))
-            and STREAM_THREAD.search(threads.get((ev.get("pid"), ev.get("tid")), ""))
+            DEVICE_PROCESS.search(processes.get(pid, ""))
+            and STREAM_THREAD.search(threads.get((pid, tid), ""))
         )
         if category not in KERNEL_CATEGORIES and (category in HOST_CATEGORIES or not on_stream):
             skipped[category or "(no category)"] = skipped.get(category or "(no category)", 0) + 1
             continue
-        problem = _duration_problem(ev.get("dur"))
+        dur_us, problem = _duration_us(ev.get("dur"))
         if problem is not None:
             reason, message = problem
             counts[reason] = counts.get(reason, 0) + 1
             if len(examples.setdefault(reason, [])) < MAX_EXAMPLES:
                 examples[reason].append(RowRef(file, 0, index, "dur", message))
             continue
-        ts = ev.get("ts")
         rows.append(
             {
                 "event": index,
                 "name": str(ev.get("name", "")),
-                "ts_us": float(ts) if isinstance(ts, int | float) else None,
-                "dur_us": float(ev["dur"]),
-                "pid": None if ev.get("pid") is None else str(ev.get("pid")),
-                "tid": None if ev.get("tid") is None else str(ev.get("tid")),
-                "stream": args.get("stream") if isinstance(args.get("stream"), int) else None,
+                "ts_us": _number(ev.get("ts")),
+                "dur_us": dur_us,
+                "pid": None if pid is None else str(pid),
+                "tid": None if tid is None else str(tid),
+                "stream": _int64(args.get("stream")),
                 "grid": _int_list(args.get("grid")),
                 "block": _int_list(args.get("block")),
-                "external_id": args.get("External id"),
+                "external_id": _key(args.get("External id")),
             }
         )
     if not_objects:
@@ -292,6 +326,8 @@ def _kernel_frame(
         launcher = cpu_ops.get(row.pop("external_id"))
         cpu_name, dims = launcher if launcher is not None else (None, None)
         shape = gemm_shape(cpu_name, dims) if (op == "gemm" and cpu_name) else None
+        if shape is not None and max(shape) > INT64_MAX:
+            shape = None
         row.update(
             op=op,
             kind=kind,
