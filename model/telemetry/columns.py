@@ -103,37 +103,95 @@ def _is_nested(dtype: pl.DataType) -> bool:
     return isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object)
 
 
-def as_text(frame: pl.DataFrame, name: str, file: str) -> pl.Expr:
-    """Column `name` as stripped text (null when absent); nested JSON values are an error."""
+def _raw(frame: pl.DataFrame, name: str, file: str) -> pl.Series | None:
+    """Column `name` as the file holds it (None when absent); nested JSON values are an error."""
     if name not in frame.columns:
-        return pl.lit(None, pl.String)
-    dtype = frame.schema[name]
-    if _is_nested(dtype):
+        return None
+    series = frame[name]
+    if _is_nested(series.dtype):
         raise TelemetryError(file, "holds JSON lists/objects; expected plain values", column=name)
-    return pl.col(name).cast(pl.String).str.strip_chars()
+    if isinstance(series.dtype, pl.Categorical | pl.Enum):
+        return series.cast(pl.String)
+    return series
 
 
-def is_present(
-    frame: pl.DataFrame, name: str, file: str, *, nan_is_missing: bool = True
-) -> pl.Expr:
-    """True where column `name` holds a value (not null, not a null token such as `NA`)."""
-    if name not in frame.columns:
-        return pl.lit(False)
+def _retry_rows(raw: pl.Series, parsed: pl.Series) -> pl.Series:
+    """Indices of rows whose text did not parse as written (usually none: padded or odd text)."""
+    return (raw.is_not_null() & parsed.is_null()).arg_true()
+
+
+def _is_token(text: pl.Series, nan_is_missing: bool) -> pl.Series:
     tokens = NULL_TOKENS if nan_is_missing else tuple(t for t in NULL_TOKENS if t != "nan")
-    return ~as_text(frame, name, file).str.to_lowercase().is_in(tokens).fill_null(True)
+    return text.str.strip_chars().str.to_lowercase().is_in(tokens)
 
 
-def as_float(frame: pl.DataFrame, name: str, file: str) -> pl.Expr:
-    """Column `name` as Float64: numbers kept, numeric text parsed (`nan`, `inf`, `1e3` included),
-    anything else null."""
-    if name not in frame.columns:
-        return pl.lit(None, pl.Float64)
-    dtype = frame.schema[name]
-    if dtype.is_numeric():
-        return pl.col(name).cast(pl.Float64)
-    if dtype == pl.Boolean or dtype == pl.Null:
-        return pl.lit(None, pl.Float64)
-    return as_text(frame, name, file).cast(pl.Float64, strict=False)
+def number_column(
+    frame: pl.DataFrame, name: str, file: str, *, nan_is_missing: bool = True
+) -> tuple[pl.Series, pl.Series]:
+    """Column `name` as (Float64 value, present).
+
+    present is False where the cell is empty, absent or a null token (`NA`, `null`, and `nan`
+    unless `nan_is_missing=False`); value is null where a present cell is not a number (then
+    the row checks report it). Text parses as written first; only cells that fail are retried
+    stripped, so padded numbers are accepted without stripping every cell.
+    """
+    rows = frame.height
+    raw = _raw(frame, name, file)
+    if raw is None or raw.dtype == pl.Null:
+        return pl.Series(name, [None] * rows, pl.Float64), pl.Series(name, [False] * rows)
+    if raw.dtype == pl.Boolean:
+        return pl.Series(name, [None] * rows, pl.Float64), raw.is_not_null()
+    if raw.dtype.is_numeric():
+        value = raw.cast(pl.Float64)
+        present = raw.is_not_null()
+    else:
+        text = raw.cast(pl.String)
+        value = text.cast(pl.Float64, strict=False)
+        present = text.is_not_null()
+        retry = _retry_rows(text, value)
+        if retry.len():
+            odd = text.gather(retry)
+            value = value.scatter(retry, odd.str.strip_chars().cast(pl.Float64, strict=False))
+            present = present.scatter(retry, ~_is_token(odd, nan_is_missing))
+    if nan_is_missing:
+        present = present & ~value.is_nan().fill_null(False)
+    return value.alias(name), present.alias(name)
+
+
+def label_column(
+    frame: pl.DataFrame, name: str, file: str, aliases: dict[str, str], dtype: pl.DataType
+) -> tuple[pl.Series, pl.Series]:
+    """Column `name` as (canonical label of dtype `dtype`, present): a cell maps through
+    `aliases` as written, else stripped and lower-cased; unknown labels are null but present."""
+    rows = frame.height
+    raw = _raw(frame, name, file)
+    if raw is None:
+        return pl.Series(name, [None] * rows, dtype), pl.Series(name, [False] * rows)
+    text = raw.cast(pl.String)
+    value = text.replace_strict(aliases, default=None, return_dtype=dtype)
+    present = text.is_not_null()
+    retry = _retry_rows(text, value)
+    if retry.len():
+        odd = text.gather(retry)
+        normalized = odd.str.strip_chars().str.to_lowercase()
+        value = value.scatter(
+            retry, normalized.replace_strict(aliases, default=None, return_dtype=dtype)
+        )
+        present = present.scatter(retry, ~_is_token(odd, True))
+    return value.alias(name), present.alias(name)
+
+
+def text_column(frame: pl.DataFrame, name: str, file: str) -> pl.Series:
+    """Column `name` as stripped text, null where empty, absent or a null token."""
+    raw = _raw(frame, name, file)
+    if raw is None:
+        return pl.Series(name, [None] * frame.height, pl.String)
+    text = raw.cast(pl.String).str.strip_chars()
+    short = (text.str.len_bytes() <= max(map(len, NULL_TOKENS))).arg_true()  # tokens are short
+    if short.len():
+        tokens = text.gather(short).str.to_lowercase().is_in(NULL_TOKENS)
+        text = text.scatter(short.filter(tokens), None)
+    return text.alias(name)
 
 
 def is_whole(value: pl.Expr) -> pl.Expr:
@@ -145,10 +203,10 @@ __all__ = [
     "NULL_TOKENS",
     "UNIT_SECONDS",
     "TimeColumn",
-    "as_float",
-    "as_text",
     "find_time_column",
-    "is_present",
     "is_whole",
+    "label_column",
     "normalize_column_name",
+    "number_column",
+    "text_column",
 ]

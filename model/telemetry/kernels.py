@@ -15,7 +15,13 @@ import numpy as np
 import polars as pl
 
 from model.telemetry.checks import RowCheck, first_failures
-from model.telemetry.columns import as_float, as_text, find_time_column, is_present, is_whole
+from model.telemetry.columns import (
+    find_time_column,
+    is_whole,
+    label_column,
+    number_column,
+    text_column,
+)
 from model.telemetry.errors import Exclusion, TelemetryError
 from model.telemetry.ingest import DUPLICATE, FileRows, Ingested, ingest
 from model.telemetry.plausibility import implausible_mask
@@ -123,14 +129,14 @@ def read_kernel_telemetry(
     return ingest(paths, lambda raw: _normalize(raw, defaults), KERNEL_REASONS, KernelTelemetry)
 
 
-def _require_columns(raw: RawTable, op_text: pl.Expr, defaults: dict[str, str | None]) -> None:
+def _require_columns(raw: RawTable, ops: pl.Series, defaults: dict[str, str | None]) -> None:
     columns = raw.frame.columns
     for name in ("op", "dtype"):
         if name not in columns and defaults.get(name) is None:
             raise TelemetryError(
                 raw.path, f"column missing (columns found: {raw.columns_found})", column=name
             )
-    present = raw.frame.select(op_text.unique().alias("op"))["op"].to_list()
+    present = set(ops.drop_nulls().unique().cast(pl.String))
     for op in (op for op in OPS if op in present):
         absent = [c for c in OP_SHAPE_COLUMNS[op] if c not in columns]
         if absent:
@@ -146,40 +152,46 @@ def _users(column: str) -> list[str]:
     return [op for op, cols in OP_SHAPE_COLUMNS.items() if column in cols]
 
 
+def _with_default(value: pl.Series, present: pl.Series, default: str | None) -> pl.Series:
+    """`value` where the cell holds something, `default` where it is empty."""
+    if default is None:
+        return value
+    return pl.select(
+        pl.when(present).then(value).otherwise(pl.lit(default, value.dtype))
+    ).to_series()
+
+
 def _normalize(raw: RawTable, defaults: dict[str, str | None]) -> FileRows:
     frame, file = raw.frame, raw.path
     time = find_time_column(file, frame.columns, TIME_BASES, "latency_us", raw.columns_found)
-    op_text = as_text(frame, "op", file).str.to_lowercase()
-    _require_columns(raw, op_text, defaults)
+    op, _ = label_column(frame, "op", file, dict(zip(OPS, OPS, strict=True)), OP_DTYPE)
+    _require_columns(raw, op, defaults)
     shown = {**{c: c for c in KERNEL_SCHEMA}, **raw.original_names}
     known = {*KERNEL_SCHEMA, time.name}
     ignored = [raw.original_names[c] for c in frame.columns if c not in known]
     warnings = [f"{file}: ignored columns: {', '.join(ignored)}"] if ignored else []
 
-    def text(name: str) -> pl.Expr:
-        """The column's text, null where empty, filled from `defaults` where given."""
-        value = pl.when(is_present(frame, name, file)).then(as_text(frame, name, file))
-        default = defaults.get(name)
-        return value if default is None else value.fill_null(pl.lit(default, pl.String))
-
-    dtype_text = text("dtype").str.to_lowercase()
-    work = frame.select(
-        pl.Series("malformed", raw.malformed),
-        op_text.replace_strict(OPS, OPS, default=None, return_dtype=OP_DTYPE).alias("op"),
-        dtype_text.replace_strict(DTYPE_ALIASES, default=None, return_dtype=DTYPE_DTYPE).alias(
-            "dtype"
-        ),
-        *[as_float(frame, c, file).alias(c) for c in (*INT_SHAPE_COLUMNS, "tp")],
-        *[is_present(frame, c, file).alias(f"{c}__set") for c in (*SHAPE_COLUMNS, "tp")],
-        text("kind")
-        .str.to_lowercase()
-        .replace_strict(KIND_ALIASES, default=None, return_dtype=KIND_DTYPE)
-        .alias("kind"),
-        (as_float(frame, time.name, file) * time.factor).alias("latency_us"),
-        is_present(frame, time.name, file, nan_is_missing=False).alias("latency__set"),
-        text("layer_op").alias("layer_op"),
-        text("hardware").alias("hardware"),
-        text("source").fill_null(Path(file).name).alias("source"),
+    dtype, dtype_set = label_column(frame, "dtype", file, DTYPE_ALIASES, DTYPE_DTYPE)
+    default_dtype = DTYPE_ALIASES[defaults["dtype"].lower()] if defaults["dtype"] else None
+    kind, kind_set = label_column(frame, "kind", file, KIND_ALIASES, KIND_DTYPE)
+    numbers = {c: number_column(frame, c, file) for c in (*INT_SHAPE_COLUMNS, "tp")}
+    latency, latency_set = number_column(frame, time.name, file, nan_is_missing=False)
+    texts = {c: text_column(frame, c, file) for c in ("layer_op", "hardware", "source")}
+    work = pl.DataFrame(
+        [
+            pl.Series("malformed", raw.malformed),
+            op.alias("op"),
+            _with_default(dtype, dtype_set, default_dtype).alias("dtype"),
+            *[value.alias(c) for c, (value, _) in numbers.items()],
+            *[present.alias(f"{c}__set") for c, (_, present) in numbers.items()],
+            kind.alias("kind"),
+            kind_set.alias("kind__set"),
+            (latency * time.factor).alias("latency_us"),
+            latency_set.alias("latency__set"),
+            texts["layer_op"],
+            texts["hardware"].fill_null(pl.lit(defaults["hardware"], pl.String)),
+            texts["source"].fill_null(defaults["source"] or Path(file).name),
+        ]
     )
     checks = _checks(shown, time.name)
     codes = first_failures(work, checks)

@@ -18,11 +18,10 @@ from model.telemetry.checks import RowCheck, first_failures
 from model.telemetry.columns import (
     UNIT_SECONDS,
     TimeColumn,
-    as_float,
-    as_text,
     find_time_column,
-    is_present,
     is_whole,
+    number_column,
+    text_column,
 )
 from model.telemetry.errors import TelemetryError
 from model.telemetry.ingest import DUPLICATE, FileRows, Ingested, ingest
@@ -89,27 +88,25 @@ def read_request_telemetry(paths: str | Path | Iterable[str | Path]) -> RequestT
     )
 
 
-def _epoch_column(raw: RawTable, name: str) -> tuple[pl.Expr, str]:
+def _epoch_column(raw: RawTable, name: str) -> tuple[pl.Series, str]:
     """A unitless `timestamp`: date-time text -> ms since the epoch (UTC), or numbers whose
     magnitude names their Unix-epoch unit."""
-    frame, file = raw.frame, raw.path
-    value = as_float(frame, name, file)
-    numbers = frame.select(value.alias("v"))["v"]
-    present = int(frame.select(is_present(frame, name, file).sum()).item())
-    if numbers.is_not_null().sum() >= max(present, 1) / 2:
+    file = raw.path
+    numbers, present = number_column(raw.frame, name, file)
+    if numbers.is_not_null().sum() >= max(int(present.sum()), 1) / 2:
         median = numbers.filter(numbers.is_finite() & (numbers > 0)).median()
         for low, high, unit in EPOCH_BANDS:
             if median is not None and low <= median < high:
                 factor = UNIT_SECONDS[unit] / 1e-3
                 note = f"{file}: {name} -> arrival_ms (Unix epoch {unit} by magnitude; x{factor:g})"
-                return value * factor, note
+                return numbers * factor, note
         raise TelemetryError(
             file,
             f"numbers without a unit that are not Unix epoch times (median {median}); "
             f"rename it {name}_s, {name}_ms, {name}_us or {name}_ns",
             column=raw.original_names[name],
         )
-    parsed = as_text(frame, name, file).str.to_datetime(
+    parsed = text_column(raw.frame, name, file).str.to_datetime(
         time_unit="us", time_zone="UTC", strict=False
     )
     note = f"{file}: {name} -> arrival_ms (date-times, ms since the Unix epoch, UTC)"
@@ -135,31 +132,32 @@ def _normalize(raw: RawTable) -> FileRows:
             file, frame.columns, ARRIVAL_BASES, "arrival_ms", raw.columns_found
         )
         arrival_name = times["arrival"].name
-        arrival = as_float(frame, arrival_name, file) * times["arrival"].factor
+        arrival = number_column(frame, arrival_name, file)[0] * times["arrival"].factor
     times["wait"] = find_time_column(
         file, frame.columns, WAIT_BASES, "queue_wait_ms", raw.columns_found
     )
     times["latency"] = find_time_column(
         file, frame.columns, LATENCY_BASES, "latency_ms", raw.columns_found
     )
-    for key, target in (
-        ("arrival", "arrival_ms"),
-        ("wait", "queue_wait_ms"),
-        ("latency", "latency_ms"),
-    ):
-        if key in times:
-            conversions.append(times[key].conversion(file, target))
+    targets = {"arrival": "arrival_ms", "wait": "queue_wait_ms", "latency": "latency_ms"}
+    conversions += [column.conversion(file, targets[key]) for key, column in times.items()]
     wait_name, latency_name = times["wait"].name, times["latency"].name
     used = {arrival_name, wait_name, latency_name, "seq_len", "core"}
     ignored = [raw.original_names[c] for c in frame.columns if c not in used]
     warnings = [f"{file}: ignored columns: {', '.join(ignored)}"] if ignored else []
-    work = frame.select(
-        pl.Series("malformed", raw.malformed),
-        arrival.alias("arrival_ms"),
-        as_float(frame, "seq_len", file).alias("seq_len"),
-        as_float(frame, "core", file).alias("core"),
-        (as_float(frame, wait_name, file) * times["wait"].factor).alias("queue_wait_ms"),
-        (as_float(frame, latency_name, file) * times["latency"].factor).alias("latency_ms"),
+    work = pl.DataFrame(
+        [
+            pl.Series("malformed", raw.malformed),
+            arrival.alias("arrival_ms"),
+            number_column(frame, "seq_len", file)[0].alias("seq_len"),
+            number_column(frame, "core", file)[0].alias("core"),
+            (number_column(frame, wait_name, file)[0] * times["wait"].factor).alias(
+                "queue_wait_ms"
+            ),
+            (number_column(frame, latency_name, file)[0] * times["latency"].factor).alias(
+                "latency_ms"
+            ),
+        ]
     )
     shown = raw.original_names
     arrival_ms, seq_len, core = pl.col("arrival_ms"), pl.col("seq_len"), pl.col("core")

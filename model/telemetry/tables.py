@@ -186,6 +186,26 @@ def _nonblank_lines(
     return nonblank
 
 
+def _parse_csv(
+    name: str, data: bytes, sep: str, names: dict[str, str]
+) -> tuple[pl.DataFrame, bool]:
+    """All cells as strings; also whether some line has more fields than the header."""
+    options = {
+        "separator": sep,
+        "has_header": True,
+        "infer_schema": False,
+        "new_columns": list(names),
+    }
+    for truncate in (False, True):
+        try:
+            return pl.read_csv(data, truncate_ragged_lines=truncate, **options), truncate
+        except pl.exceptions.PolarsError as exc:
+            if truncate or "more fields" not in str(exc):
+                first = str(exc).strip().splitlines()[0]
+                raise TelemetryError(name, f"cannot parse as CSV: {first}") from None
+    raise AssertionError("unreachable")
+
+
 def _read_csv(name: str, data: bytes) -> RawTable:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -193,31 +213,31 @@ def _read_csv(name: str, data: bytes) -> RawTable:
     if not header_line.strip():
         raise TelemetryError(name, "header line is empty", line=1)
     sep = max(_SEPARATORS, key=header_line.count)
-    written = next(csv.reader([header_line], delimiter=sep))
+    try:
+        written = next(csv.reader([header_line], delimiter=sep, strict=True))
+    except csv.Error as exc:
+        raise TelemetryError(name, f"bad header: {exc}", line=1) from None
     names = _unique_names(name, written)
     if b'"' in data:
-        # Quoted fields may span lines, so only a real CSV parser knows where records start.
+        # Quoted fields may span lines, so only a real CSV parser knows where records start;
+        # it also points at the line of a broken quote.
         line, fields, blank = _csv_records_quoted(name, data, sep)
+        frame, _ = _parse_csv(name, data, sep, names)
     else:
+        frame, too_long = _parse_csv(name, data, sep, names)
         buf = np.frombuffer(data, np.uint8)
         starts, ends = _line_bounds(buf)
-        seps = np.flatnonzero(buf == ord(sep))
-        per_line = np.diff(np.searchsorted(seps, np.concatenate(([0], ends))))
-        blank = ~_nonblank_lines(data, buf, starts, ends)[1:]
+        nonblank = _nonblank_lines(data, buf, starts, ends)
+        blank = ~nonblank[1:]
         line = np.arange(2, len(starts) + 1, dtype=np.int64)
-        fields = per_line[1:] + 1
-    try:
-        frame = pl.read_csv(
-            data,
-            separator=sep,
-            has_header=True,
-            infer_schema=False,
-            truncate_ragged_lines=True,
-            new_columns=list(names),
-        )
-    except pl.exceptions.PolarsError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise TelemetryError(name, f"cannot parse as CSV: {first}") from None
+        fields = np.full(len(line), len(names), np.int64)
+        # No line is longer than the header (the parser would have said so) and the separator
+        # total is what full lines need: then no line is shorter either, and counting per line
+        # (the slow part) is skipped.
+        if too_long or data.count(sep.encode()) != (len(names) - 1) * int(nonblank.sum()):
+            # separators per line; each line's slice includes its newline, so none is empty
+            per_line = np.add.reduceat((buf == ord(sep)).view(np.uint8), starts, dtype=np.int32)
+            fields = per_line[1:].astype(np.int64) + 1
     if frame.height != len(line):
         raise TelemetryError(
             name,

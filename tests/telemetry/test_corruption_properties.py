@@ -118,8 +118,9 @@ def test_cell_corruptions_get_their_reason(corrupt: dict[int, tuple[str, str, st
         cell = dict.fromkeys(COLUMNS, "")
         cell.update(op=op, dtype="bf16", latency_us=f"{10 + i}.5", **BASE[op])
         if i in corrupt:
-            column, value, _ = corrupt[i]
-            cell[column] = value
+            column, value, reason = corrupt[i]
+            # a valid new latency must stay distinct per row, or the rows become duplicates
+            cell[column] = f"{value}{i:02d}" if column == "latency_us" and reason is None else value
         cells.append(cell)
     expected = Counter(reason for _, _, reason in corrupt.values() if reason is not None)
     kept = len(ROWS) - sum(expected.values())
