@@ -186,6 +186,71 @@ def _nonblank_lines(
     return nonblank
 
 
+@dataclass(frozen=True)
+class _CsvLayout:
+    """Where each record (header included) of a CSV file starts and ends, and its line."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    lines: np.ndarray
+    quotes: np.ndarray
+
+
+def _csv_layout(name: str, data: bytes, buf: np.ndarray) -> _CsvLayout:
+    """Record bounds. A newline after an odd number of quotes is inside a quoted field and does
+    not end the record (RFC 4180 escapes a quote by doubling it, which keeps the parity)."""
+    newlines = np.flatnonzero(buf == 10)
+    quotes = np.flatnonzero(buf == ord('"')) if b'"' in data else np.empty(0, np.int64)
+    if len(quotes) % 2:
+        line = int(np.searchsorted(newlines, quotes[-1])) + 1
+        raise TelemetryError(name, "unbalanced quote: a quoted field never closes", line=line)
+    ends = newlines[np.searchsorted(quotes, newlines) % 2 == 0] if quotes.size else newlines
+    starts = np.concatenate(([0], ends + 1))
+    ends = np.concatenate((ends, [len(buf)]))
+    if starts[-1] == len(buf):
+        starts, ends = starts[:-1], ends[:-1]
+    lines = np.searchsorted(newlines, starts) + 1
+    return _CsvLayout(starts, ends, lines.astype(np.int64), quotes)
+
+
+def _separators(buf: np.ndarray, sep: str, quotes: np.ndarray) -> np.ndarray:
+    """(bytes,) uint8: 1 at each separator outside quoted fields."""
+    mask = (buf == ord(sep)).view(np.uint8)
+    if quotes.size:
+        edges = np.zeros(len(buf) + 1, np.int8)
+        edges[quotes[0::2]] = 1  # a quoted field opens ...
+        edges[quotes[1::2]] = -1  # ... and closes: spans never overlap, so the sum is 0 or 1
+        mask = mask & (np.cumsum(edges[:-1], dtype=np.int8) == 0)
+    return mask
+
+
+SHORT_RECORDS_ONE_BY_ONE = 10_000
+"""Up to this many possibly-short records are re-read one by one; more are counted at once."""
+
+
+def _fields_per_record(
+    data: bytes, buf: np.ndarray, sep: str, layout: _CsvLayout, frame: pl.DataFrame, too_long: bool
+) -> np.ndarray:
+    """Fields in every data record (header excluded).
+
+    A record shorter than the header leaves its last column null and one longer makes the
+    parser complain, so when neither happens every record is full and nothing is counted.
+    Otherwise the records whose last column is null are re-read with the csv module (few), or
+    all separators outside quotes are counted at once (many, or a record was too long).
+    """
+    columns = frame.width
+    fields = np.full(frame.height, columns, np.int64)
+    short = frame[:, -1].is_null().to_numpy()
+    candidates = np.flatnonzero(short)
+    if not too_long and len(candidates) <= SHORT_RECORDS_ONE_BY_ONE:
+        for row in candidates:  # few rows; quoting makes each a small sequential parse
+            record = data[layout.starts[row + 1] : layout.ends[row + 1]].decode("utf-8")
+            fields[row] = len(next(csv.reader([record.rstrip("\r")], delimiter=sep), []))
+        return fields
+    counts = np.add.reduceat(_separators(buf, sep, layout.quotes), layout.starts, dtype=np.int32)
+    return counts[1:].astype(np.int64) + 1
+
+
 def _parse_csv(
     name: str, data: bytes, sep: str, names: dict[str, str]
 ) -> tuple[pl.DataFrame, bool]:
@@ -218,32 +283,18 @@ def _read_csv(name: str, data: bytes) -> RawTable:
     except csv.Error as exc:
         raise TelemetryError(name, f"bad header: {exc}", line=1) from None
     names = _unique_names(name, written)
-    if b'"' in data:
-        # Quoted fields may span lines, so only a real CSV parser knows where records start;
-        # it also points at the line of a broken quote.
-        line, fields, blank = _csv_records_quoted(name, data, sep)
-        frame, _ = _parse_csv(name, data, sep, names)
-    else:
-        frame, too_long = _parse_csv(name, data, sep, names)
-        buf = np.frombuffer(data, np.uint8)
-        starts, ends = _line_bounds(buf)
-        nonblank = _nonblank_lines(data, buf, starts, ends)
-        blank = ~nonblank[1:]
-        line = np.arange(2, len(starts) + 1, dtype=np.int64)
-        fields = np.full(len(line), len(names), np.int64)
-        # No line is longer than the header (the parser would have said so) and the separator
-        # total is what full lines need: then no line is shorter either, and counting per line
-        # (the slow part) is skipped.
-        if too_long or data.count(sep.encode()) != (len(names) - 1) * int(nonblank.sum()):
-            # separators per line; each line's slice includes its newline, so none is empty
-            per_line = np.add.reduceat((buf == ord(sep)).view(np.uint8), starts, dtype=np.int32)
-            fields = per_line[1:].astype(np.int64) + 1
-    if frame.height != len(line):
+    buf = np.frombuffer(data, np.uint8)
+    layout = _csv_layout(name, data, buf)
+    frame, too_long = _parse_csv(name, data, sep, names)
+    nonblank = _nonblank_lines(data, buf, layout.starts, layout.ends)
+    if frame.height != len(layout.starts) - 1:
         raise TelemetryError(
             name,
-            f"CSV parser found {frame.height} rows but the file has {len(line)} records; "
-            "check quoting",
+            f"CSV parser found {frame.height} rows but the file has {len(layout.starts) - 1} "
+            "records; check quoting",
         )
+    fields = _fields_per_record(data, buf, sep, layout, frame, too_long)
+    line, blank = layout.lines[1:], ~nonblank[1:]
     warnings = []
     if blank.any():
         warnings.append(f"{name}: skipped {int(blank.sum())} blank lines")
@@ -255,28 +306,6 @@ def _read_csv(name: str, data: bytes) -> RawTable:
         for r in np.flatnonzero(malformed)[:20]
     }
     return RawTable(name, "csv", frame, names, line, malformed, notes, tuple(warnings))
-
-
-def _csv_records_quoted(
-    name: str, data: bytes, sep: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Start line, field count and blankness of every data record, via the csv module."""
-    reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""), delimiter=sep, strict=True)
-    starts, fields, blank = [], [], []
-    previous_end = 0
-    try:
-        for record in reader:  # one Python step per record: quoting is inherently sequential
-            starts.append(previous_end + 1)
-            previous_end = reader.line_num
-            fields.append(len(record))
-            blank.append(all(not f.strip() for f in record) and len(record) <= 1)
-    except csv.Error as exc:
-        raise TelemetryError(name, f"bad CSV quoting: {exc}", line=previous_end + 1) from None
-    return (
-        np.asarray(starts[1:], np.int64),
-        np.asarray(fields[1:], np.int64),
-        np.asarray(blank[1:], bool),
-    )
 
 
 # ------------------------------------------------------------------------------------------- JSON

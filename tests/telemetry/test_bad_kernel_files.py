@@ -68,7 +68,7 @@ ERRORS = [
     (
         "unbalanced_quote.csv",
         HEADER + 'gemm,"bf16,1,2,3,4\n' + GOOD,
-        ":2: bad CSV quoting: unexpected end of data",
+        ":2: unbalanced quote: a quoted field never closes",
     ),
     (
         "pretty.json",
