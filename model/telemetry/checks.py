@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from model.telemetry.errors import MAX_EXAMPLES, ExclusionReport, RowRef, build_report
-from model.telemetry.tables import RawTable
+from model.telemetry.raw import RawTable
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from model.telemetry.errors import (
 )
 from model.telemetry.kernel_names import map_kernel_names
 from model.telemetry.op_shapes import gemm_shape
-from model.telemetry.tables import check_text
+from model.telemetry.raw import check_text
 from model.telemetry.vocab import KIND_DTYPE
 
 MAX_TRACE_BYTES = 256 * 2**20

@@ -15,27 +15,19 @@ import polars as pl
 
 from model.telemetry.errors import TelemetryError
 
-UNIT_SECONDS = {
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "seconds": 1.0,
-    "ms": 1e-3,
-    "msec": 1e-3,
-    "millis": 1e-3,
-    "milliseconds": 1e-3,
-    "us": 1e-6,
-    "usec": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "micros": 1e-6,
-    "microseconds": 1e-6,
-    "ns": 1e-9,
-    "nsec": 1e-9,
-    "nanos": 1e-9,
-    "nanoseconds": 1e-9,
+UNIT_POWER = {
+    **dict.fromkeys(("s", "sec", "secs", "seconds"), 0),
+    **dict.fromkeys(("ms", "msec", "millis", "milliseconds"), -3),
+    **dict.fromkeys(("us", "usec", "µs", "μs", "micros", "microseconds"), -6),
+    **dict.fromkeys(("ns", "nsec", "nanos", "nanoseconds"), -9),
 }
-"""Time-unit suffixes accepted in column names, and the seconds one unit is."""
+"""Time-unit suffixes accepted in column names -> the power of ten of seconds one unit is."""
+
+
+def unit_factor(unit: str, target: str) -> float:
+    """Multiplier from `unit` to `target` (both UNIT_POWER keys), exact for powers of ten."""
+    return 10.0 ** (UNIT_POWER[unit] - UNIT_POWER[target])
+
 
 NULL_TOKENS = ("", "na", "n/a", "null", "none", "nan")
 """Cell texts that mean "no value" in shape and label columns (what pandas, R and Excel write)."""
@@ -70,12 +62,12 @@ def find_time_column(
     """The single column named `<base>_<unit>` for a base in `bases`, with its factor to `target`
     (whose suffix is the target unit). Raise a one-line `TelemetryError` when there is none, when
     one has no unit, or when several compete."""
-    target_seconds = UNIT_SECONDS[target.rsplit("_", 1)[1]]
+    target_unit = target.rsplit("_", 1)[1]
     found, unitless = [], []
     for name in names:
         base, _, unit = name.rpartition("_")
-        if base in bases and unit in UNIT_SECONDS:
-            found.append(TimeColumn(name, base, unit, UNIT_SECONDS[unit] / target_seconds))
+        if base in bases and unit in UNIT_POWER:
+            found.append(TimeColumn(name, base, unit, unit_factor(unit, target_unit)))
         elif name in bases:
             unitless.append(name)
     if len(found) > 1:
@@ -201,7 +193,7 @@ def is_whole(value: pl.Expr) -> pl.Expr:
 
 __all__ = [
     "NULL_TOKENS",
-    "UNIT_SECONDS",
+    "UNIT_POWER",
     "TimeColumn",
     "find_time_column",
     "is_whole",
@@ -209,4 +201,5 @@ __all__ = [
     "normalize_column_name",
     "number_column",
     "text_column",
+    "unit_factor",
 ]

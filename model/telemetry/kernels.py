@@ -25,7 +25,7 @@ from model.telemetry.columns import (
 from model.telemetry.errors import Exclusion, TelemetryError
 from model.telemetry.ingest import DUPLICATE, FileRows, Ingested, ingest
 from model.telemetry.plausibility import implausible_mask
-from model.telemetry.tables import RawTable
+from model.telemetry.raw import RawTable
 from model.telemetry.vocab import (
     DTYPE_ALIASES,
     DTYPE_DTYPE,

@@ -16,16 +16,16 @@ import polars as pl
 
 from model.telemetry.checks import RowCheck, first_failures
 from model.telemetry.columns import (
-    UNIT_SECONDS,
     TimeColumn,
     find_time_column,
     is_whole,
     number_column,
     text_column,
+    unit_factor,
 )
 from model.telemetry.errors import TelemetryError
 from model.telemetry.ingest import DUPLICATE, FileRows, Ingested, ingest
-from model.telemetry.tables import RawTable
+from model.telemetry.raw import RawTable
 
 ARRIVAL_BASES = ("arrival", "arrival_time", "timestamp")
 WAIT_BASES = ("queue_wait", "queue_delay", "queueing_delay")
@@ -97,7 +97,7 @@ def _epoch_column(raw: RawTable, name: str) -> tuple[pl.Series, str]:
         median = numbers.filter(numbers.is_finite() & (numbers > 0)).median()
         for low, high, unit in EPOCH_BANDS:
             if median is not None and low <= median < high:
-                factor = UNIT_SECONDS[unit] / 1e-3
+                factor = unit_factor(unit, "ms")
                 note = f"{file}: {name} -> arrival_ms (Unix epoch {unit} by magnitude; x{factor:g})"
                 return numbers * factor, note
         raise TelemetryError(

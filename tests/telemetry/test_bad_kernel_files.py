@@ -322,3 +322,18 @@ def test_million_row_file_with_corruptions(tmp_path: Path) -> None:
         "nonfinite_latency": [999_993],
         "nonpositive_latency": [500_002, 999_992],
     }
+
+
+def test_spreadsheet_export(write) -> None:
+    """Excel-style: BOM, semicolons, CRLF, a unit in parentheses, padded cells. Decimal commas
+    are not numbers (a locale guess could silently scale values), so that row is excluded."""
+    content = (
+        "\ufeffOp;DType;M;N;K;Latency (ms)\r\ngemm; bf16 ;1;2;3; 0.5 \r\ngemm;bf16;1;2;3;0,5\r\n"
+    )
+    path = write("export.csv", content.encode("utf-8"))
+    tel = read_kernel_telemetry(path, hardware="x")
+    assert tel.frame.select("dtype", "m", "latency_us").rows() == [("bf16", 1, 500.0)]
+    assert tel.conversions == (f"{path}: latency_ms -> latency_us (x1000)",)
+    assert [str(r) for r in tel.report.exclusions[0].examples] == [
+        f"{path}:3: Latency (ms): empty or not a number ('0,5')"
+    ]
