@@ -50,3 +50,14 @@ def test_normalized_frame_survives_parquet(measured: Path, tmp_path: Path) -> No
     back = read_kernel_telemetry(tmp_path / "n.parquet")
     assert back.frame.equals(tel.frame)
     assert back.report.counts == {}
+
+
+def test_reads_are_deterministic(measured: Path, tmp_path: Path) -> None:
+    """The same files read twice give byte-identical frames (as Parquet) and equal reports."""
+    paths = [measured / name for name in FILES]
+    first, second = read_kernel_telemetry(paths), read_kernel_telemetry(paths)
+    first.frame.write_parquet(tmp_path / "a.parquet")
+    second.frame.write_parquet(tmp_path / "b.parquet")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    assert first.report == second.report
+    assert np.array_equal(first.provenance.line, second.provenance.line)
