@@ -95,14 +95,20 @@ class ExclusionReport:
         return out
 
     def with_exclusion(self, exclusion: Exclusion) -> ExclusionReport:
-        """This report after excluding `exclusion.count` more of the kept rows."""
+        """This report after excluding `exclusion.count` more of the kept rows (merged into an
+        existing entry of the same reason)."""
         if exclusion.count == 0:
             return self
-        return ExclusionReport(
-            rows_read=self.rows_read,
-            rows_kept=self.rows_kept - exclusion.count,
-            exclusions=(*self.exclusions, exclusion),
-        )
+        merged, found = [], False
+        for e in self.exclusions:
+            if e.reason == exclusion.reason:
+                examples = (*e.examples, *exclusion.examples)[:MAX_EXAMPLES]
+                e = Exclusion(e.reason, e.description, e.count + exclusion.count, examples)
+                found = True
+            merged.append(e)
+        if not found:
+            merged.append(exclusion)
+        return ExclusionReport(self.rows_read, self.rows_kept - exclusion.count, tuple(merged))
 
 
 def build_report(

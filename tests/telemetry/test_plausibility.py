@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from model.telemetry import TelemetryError, flag_implausible, implausible_mask
+from model.telemetry import (
+    TelemetryError,
+    flag_implausible,
+    implausible_mask,
+    read_kernel_telemetry,
+)
 from model.telemetry.errors import ExclusionReport, RowRef, build_report
 
 
@@ -74,3 +79,14 @@ def test_error_and_report_formats() -> None:
     with pytest.raises(AssertionError, match="do not add up"):
         build_report(5, 4, {"x": 2}, {}, {"x": "why"})
     assert isinstance(report, ExclusionReport)
+
+
+def test_flagging_twice_merges_into_one_reason(write) -> None:
+    rows = "".join(f"gemm,bf16,64,64,64,{t}\n" for t in (1.0, 2.0, 3.0, 4.0))
+    tel = read_kernel_telemetry(write("k.csv", "op,dtype,m,n,k,latency_us\n" + rows), hardware="x")
+    once = tel.flag_implausible(np.array([1.5, 1.5, 1.5, 1.5]))
+    twice = once.flag_implausible(np.array([2.5, 2.5, 2.5]))
+    assert twice.report.counts == {"implausible": 2}
+    assert twice.report.rows_kept == twice.frame.height == 2
+    assert [r.line for r in twice.report.exclusions[0].examples] == [2, 3]
+    assert twice.report.rows_read == twice.report.rows_kept + twice.report.excluded
