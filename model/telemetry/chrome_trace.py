@@ -323,7 +323,8 @@ def _kernel_frame(
     mapping = map_kernel_names(str(r["name"]) for r in rows)
     for row in rows:  # per-event dict lookups; the regex work is per distinct name above
         op, kind = mapping[str(row["name"])]
-        launcher = cpu_ops.get(row.pop("external_id"))
+        external_id = row.pop("external_id")
+        launcher = None if external_id is None else cpu_ops.get(external_id)
         cpu_name, dims = launcher if launcher is not None else (None, None)
         shape = gemm_shape(cpu_name, dims) if (op == "gemm" and cpu_name) else None
         if shape is not None and max(shape) > INT64_MAX:
