@@ -13,11 +13,11 @@ from collections.abc import Callable
 import numpy as np
 
 from benchmarks.report import write_section
-from model.accuracy import accuracy_report, predict_kernels
-from model.blocks import BlockSpec
-from model.compile_plan import FallbackPolicy, build_service_table
-from model.hardware import preset
-from model.measured import load_measured
+from model.compiler.accuracy import accuracy_report, predict_kernels
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import preset
+from model.compiler.measured import load_measured
+from model.compiler.service_table import FallbackPolicy, build_service_table
 
 COMMAND = "python -m benchmarks.bench_compile"
 

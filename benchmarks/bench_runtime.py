@@ -19,8 +19,7 @@ import simpy
 
 from benchmarks.report import write_section
 from benchmarks.synthetic_decode import decode_table
-from model.runtime import simulate
-from model.runtime_inputs import (
+from model.runtime.inputs import (
     Arrivals,
     BatchPolicy,
     Fallback,
@@ -30,9 +29,10 @@ from model.runtime_inputs import (
     ShapeMix,
     Workload,
 )
-from model.runtime_kernel import warm_up
-from model.sweep import run_sweep
-from model.workload import generate_requests
+from model.runtime.kernel import warm_up
+from model.runtime.simulate import simulate
+from model.runtime.sweep import run_sweep
+from model.runtime.workload import generate_requests
 
 COMMAND = "python -m benchmarks.bench_runtime"
 SHAPES = (512, 1024, 2048, 4096)
@@ -89,8 +89,8 @@ def simpy_mmc(arrival: np.ndarray, service: np.ndarray, cores: int) -> np.ndarra
 
 E2E_SCRIPT = """
 import json, sys
-from model.runtime_inputs import *
-from model.runtime_summary import run_summary
+from model.runtime.inputs import *
+from model.runtime.summary import run_summary
 cfg = RuntimeConfig(
     workload=Workload(Arrivals("poisson", rate_per_s=7200.0), ShapeMix((128,), (1.0,)), 1_000_000, 0.1),
     hardware=RuntimeHardware(8, 1000.0), service=ServiceSpec("distribution", "exponential", 1.0), seed=3)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from model.runtime.tables import service_table_from_arrays
 from model.service import ServiceTable
-from model.service_arrays import service_table_from_arrays
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 4096, 32, 8, 128, 11008
 BYTES = 2  # bf16

@@ -6,9 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from model.accuracy import accuracy_report, predict_kernels, report_markdown
-from model.hardware import preset
-from model.measured import load_measured
+from model.compiler.accuracy import accuracy_report, predict_kernels, report_markdown
+from model.compiler.hardware import preset
+from model.compiler.measured import load_measured
 
 A100 = preset("a100-sxm")
 

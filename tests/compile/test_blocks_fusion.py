@@ -9,11 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.blocks import LLAMA_OPS, OPS, BlockSpec, gemm_dims, op_flops, tensor_bytes, weight_bytes
-from model.fusion import fusion_groups
-from model.hardware import preset
-from model.plan import evaluate_plan, resolve_tiles
-from model.worksheet import worksheet
+from model.compiler.blocks import (
+    LLAMA_OPS,
+    OPS,
+    BlockSpec,
+    gemm_dims,
+    op_flops,
+    tensor_bytes,
+    weight_bytes,
+)
+from model.compiler.fusion import fusion_groups
+from model.compiler.hardware import preset
+from model.compiler.plan import evaluate_plan, resolve_tiles
+from model.compiler.worksheet import worksheet
 
 LLAMA2_7B = BlockSpec("llama-decoder", "decode", "bf16", 4096, 32, 32, 128, 11008, 32)
 GQA_8B = BlockSpec("llama-decoder", "decode", "bf16", 4096, 32, 8, 128, 14336, 32)

@@ -6,7 +6,13 @@ from dataclasses import fields
 
 import pytest
 
-from model.hardware import FIELD_DOCS, PRESET_NAMES, PRESET_SOURCES, HardwareEnvelope, preset
+from model.compiler.hardware import (
+    FIELD_DOCS,
+    PRESET_NAMES,
+    PRESET_SOURCES,
+    HardwareEnvelope,
+    preset,
+)
 
 
 def test_every_preset_loads_and_every_preset_has_sources() -> None:

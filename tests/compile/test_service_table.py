@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.blocks import BlockSpec
-from model.compile_plan import FallbackPolicy, bucket_of, build_service_table
-from model.hardware import preset
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import preset
+from model.compiler.service_table import FallbackPolicy, bucket_of, build_service_table
 from model.service import ServiceTable
 
 DECODE_8B = BlockSpec("llama-decoder", "decode", "bf16", 4096, 32, 8, 128, 14336, 32)

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.autotune import best_gemm
-from model.blocks import BlockSpec
-from model.hardware import preset
-from model.kernels import elementwise_phase, gemm_phase
-from model.plan import resolve_tiles
-from model.tiles import GemmTile, check_gemm_tile, gemm_candidates, gemm_staging_bytes
-from model.worksheet import worksheet
+from model.compiler.autotune import best_gemm
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import preset
+from model.compiler.kernels import elementwise_phase, gemm_phase
+from model.compiler.plan import resolve_tiles
+from model.compiler.tiles import GemmTile, check_gemm_tile, gemm_candidates, gemm_staging_bytes
+from model.compiler.worksheet import worksheet
 
 A100 = preset("a100-sxm")
 

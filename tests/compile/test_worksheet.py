@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from model.blocks import BlockSpec
-from model.hardware import preset
-from model.worksheet import SCHEMA, worksheet, worksheet_markdown
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import preset
+from model.compiler.worksheet import SCHEMA, worksheet, worksheet_markdown
 
 KERNEL_KEYS = {
     "ops", "tiles", "launches", "flops", "exec_flops", "hbm_bytes", "spill_bytes", "reuse_ratio",

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def measured_dir() -> Path:
-    """shared/data/measured: beside the repository, or under $HANDOFF_SHARED_DIR."""
-    shared = Path(os.environ.get("HANDOFF_SHARED_DIR", REPO.parent / "shared"))
-    return shared / "data" / "measured"
+from model.compiler.measured import measured_dir
 
 
 @pytest.fixture(scope="session")
 def measured() -> Path:
-    """The measured-data folder; missing data is a failure, never a skip."""
-    folder = measured_dir()
-    assert (folder / "README.md").is_file(), (
-        f"measured data not found at {folder}; set HANDOFF_SHARED_DIR to the shared folder"
-    )
-    return folder
+    """The measured-data folder; missing data is a failure (FileNotFoundError), never a skip."""
+    return measured_dir()
 
 
 @pytest.fixture
