@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from packets.errors import PacketError, UsageError
 
-from .commands import check, diff, examples, open_app, schema, sign, verify
+from .commands import check, diff, examples, open_app, run, schema, sign, verify
 
-COMMANDS = (open_app, check, schema, examples, diff, sign, verify)
+COMMANDS = (open_app, check, schema, examples, run, diff, sign, verify)
 
 
 def build_parser() -> argparse.ArgumentParser:
