@@ -41,3 +41,17 @@ def atomic_write(path: str | Path, data: bytes, *, mode: int = 0o644) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def read_file_bytes(path: Path) -> bytes:
+    """Read a file a user named, raising UsageError (exit 2) when it cannot be read at all."""
+    try:
+        if path.is_dir():
+            raise UsageError(f"{path}: is a directory, not a packet file")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None

@@ -8,7 +8,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .checks import semantic_problems
-from .errors import PacketError, Problem, UsageError
+from .errors import PacketError, Problem
+from .files import read_file_bytes
 from .messages import problems_from_validation
 from .schema import FORMAT, Packet
 from .strict_yaml import LoadedYaml, load_yaml
@@ -58,22 +59,13 @@ def parse_packet(raw: bytes, name: str = "<packet>", base_dir: Path | None = Non
     errors = [p for p in found if p.severity == "error"]
     if errors:
         raise PacketError(errors)
+    from .model_checks import model_problems  # numpy and the model load only for valid shapes
+
+    errors = model_problems(packet, loaded, name, base_dir)
+    if errors:
+        raise PacketError(errors)
     warnings = tuple(p for p in found if p.severity != "error")
     return LoadedPacket(packet, name, raw, base_dir, warnings, loaded)
-
-
-def read_file_bytes(path: Path) -> bytes:
-    """Read a file a user named, raising UsageError (exit 2) when it cannot be read at all."""
-    try:
-        if path.is_dir():
-            raise UsageError(f"{path}: is a directory, not a packet file")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except PermissionError:
-        raise UsageError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def load_packet(path: str | Path) -> LoadedPacket:

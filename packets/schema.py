@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .fields import (
     Bool,
@@ -166,21 +166,44 @@ class Metadata(Strict):
     power_mode: Text
 
 
-class Hardware(Strict):
-    """Hardware envelope: a preset, a hardware YAML file, or explicit fields (which override)."""
+# Hardware envelope fields (model/compiler/hardware.py FIELD_DOCS gives units and ranges),
+# shared by a packet's `inputs.hardware` overrides and hardware files.
+ENVELOPE_FIELDS: dict[str, Any] = {
+    "cores": (PosInt | None, Field(default=None, description="Placement targets.")),
+    "units_per_core": (PosInt | None, None),
+    "peak_tflops": (dict[Dtype, PosFloat] | None, None),
+    "vector_tflops": (PosFloat | None, None),
+    "hbm_gbs": (PosFloat | None, None),
+    "cache_gbs": (PosFloat | None, None),
+    "sram_kib_per_unit": (PosFloat | None, None),
+    "shared_cache_mib": (NonNegFloat | None, None),
+    "launch_overhead_us": (NonNegFloat | None, None),
+    "min_kernel_us": (NonNegFloat | None, None),
+    "clock_scale": (number(gt=0, le=2) | None, None),
+    "tile_granule": (PosInt | None, None),
+    "compute_efficiency": (number(gt=0, le=1) | None, None),
+    "memory_efficiency": (number(gt=0, le=1) | None, None),
+    "fill_latency_us": (NonNegFloat | None, None),
+}
 
-    preset: Text | None = None
-    file: Text | None = Field(default=None, description="Hardware YAML, relative to the packet.")
-    source: Text | None = Field(default=None, description="Where the figures come from.")
-    cores: PosInt | None = Field(default=None, description="Placement targets (overrides preset).")
-    units_per_core: PosInt | None = None
-    peak_tflops: dict[Dtype, PosFloat] | None = None
-    hbm_gbs: PosFloat | None = None
-    sram_kib_per_unit: PosFloat | None = None
-    shared_cache_mib: NonNegFloat | None = None
-    launch_overhead_us: NonNegFloat | None = None
-    min_kernel_us: NonNegFloat | None = None
-    clock_scale: number(gt=0, le=2) | None = None  # type: ignore[valid-type]
+Hardware = create_model(
+    "Hardware",
+    __base__=Strict,
+    __doc__="Hardware envelope: a preset, a hardware YAML file, or explicit fields (overrides).",
+    preset=(Text | None, None),
+    file=(Text | None, Field(default=None, description="Hardware YAML, relative to the packet.")),
+    source=(Text | None, Field(default=None, description="Where the figures come from.")),
+    **ENVELOPE_FIELDS,
+)
+
+
+def envelope_overrides(section: BaseModel) -> dict[str, Any]:
+    """The envelope fields a hardware section or file gives, as plain values."""
+    return {
+        name: getattr(section, name)
+        for name in ENVELOPE_FIELDS
+        if getattr(section, name) is not None
+    }
 
 
 class Inputs(Strict):

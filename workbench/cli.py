@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from packets.errors import PacketError, UsageError
 
-from .commands import check, examples, open_app, schema, serve
+from .commands import check, diff, examples, open_app, run, schema, serve, sign, verify
 
-COMMANDS = (open_app, serve, check, schema, examples)
+COMMANDS = (open_app, serve, check, schema, examples, run, diff, sign, verify)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from packets.errors import PacketError
-from packets.load import parse_packet, read_file_bytes
+from packets.files import read_file_bytes
+from packets.load import parse_packet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

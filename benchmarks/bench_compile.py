@@ -1,0 +1,104 @@
+"""Compile-plan model: prediction and service-table speed, and accuracy on the A100 data.
+
+Targets: all 9,240 A100 GEMM rows predicted in <= 0.1 s; a block's service-time table for batch
+sizes 1..64 x 16 compiled shapes in <= 10 ms. Times are the best and the median of repeated
+runs in one process (the first, warm-up run is not counted).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from benchmarks.report import write_section
+from model.compiler.accuracy import accuracy_report, predict_kernels
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import preset
+from model.compiler.measured import load_measured
+from model.compiler.service_table import FallbackPolicy, build_service_table
+
+COMMAND = "python -m benchmarks.bench_compile"
+
+
+def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times), float(np.median(times))
+
+
+def speed_section() -> str:
+    """Markdown table of the two speed targets."""
+    a100 = preset("a100-sxm")
+    gemm = load_measured("gemm")
+    rows = [
+        (
+            "predict all A100 GEMM rows",
+            len(gemm),
+            *_timed(lambda: predict_kernels(gemm, a100), 7),
+            0.1,
+        )
+    ]
+    shapes = [128 * i for i in range(1, 17)]
+    batches = list(range(1, 65))
+    for phase in ("prefill", "decode"):
+        block = BlockSpec("llama-decoder", phase, "bf16", 4096, 32, 32, 128, 11008, 32)
+        for fusion in ("none", "standard", "aggressive"):
+
+            def table(block=block, fusion=fusion):
+                return build_service_table(
+                    block, a100, fusion, {}, shapes, FallbackPolicy(), batches, shapes
+                )
+
+            rows.append(
+                (f"service table, Llama-2-7B {phase}, {fusion}", 64 * 16, *_timed(table, 9), 0.010)
+            )
+    lines = [
+        "| what | points | best s | median s | target s | met |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for what, points, best, median, target in rows:
+        lines.append(
+            f"| {what} | {points} | {best:.4f} | {median:.4f} | {target:g} | "
+            f"{'yes' if best <= target else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
+def accuracy_section() -> str:
+    """Markdown table: model vs naive roofline per file and op on the A100 data."""
+    a100 = preset("a100-sxm")
+    lines = [
+        "| file | group | rows | model MdAPE | MAPE | p90 APE | measured/predicted | "
+        "naive MdAPE | implausible |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in ("gemm", "attention", "layer_ops"):
+        report = accuracy_report(load_measured(name), a100)
+        groups = [("all", report, report["naive_roofline"]["mdape"])]
+        for key in ("by_op", "by_layer_op", "by_kind"):
+            groups += [(f"{key[3:]}={k}", v, v["naive_mdape"]) for k, v in report[key].items()]
+        for label, m, naive in groups:
+            lines.append(
+                f"| {name} | {label} | {m['rows']} | {100 * m['mdape']:.1f}% | "
+                f"{100 * m['mape']:.1f}% | {100 * m['p90_ape']:.1f}% | {m['median_ratio']:.2f} | "
+                f"{100 * naive:.1f}% | {report['implausible_rows'] if label == 'all' else ''} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    write_section("compile-speed", "Compile-plan model: speed", COMMAND, speed_section())
+    write_section(
+        "compile-accuracy", "Compile-plan model: accuracy on the A100 data", COMMAND,
+        accuracy_section(),
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,351 @@
+"""Kernel cost: the time, HBM traffic and bound of one op's phase inside a kernel.
+
+Every op a kernel runs is a *phase*; a kernel's device time is the device floor plus the sum of
+its phases (a fused kernel runs its ops one after another on each tile). Mechanisms:
+
+* Tiles and waves. A GEMM or attention phase is cut into tiles; the tiles run in waves over the
+  core's units (`ceil(tiles / units)` waves, the last one partial: wave quantization). Padding a
+  dimension up to a tile multiple executes wasted FLOPs.
+* Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
+  operand traffic at this unit's share of bandwidth); each wave first waits `fill_latency_us`
+  for its operands; the epilogue (writing the output tile) follows the main loop unoverlapped.
+  A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
+  the unit's own port (so one busy unit cannot pull the whole HBM).
+* HBM traffic with reuse: the tiles of one wave share operand panels through the shared cache
+  (a wave covers about sqrt(units) row panels x sqrt(units) column panels); operands that fit
+  half the shared cache are read once.
+* An operand produced on chip by an earlier op of the same kernel costs no HBM traffic, but a
+  GEMM must hold its whole m-tile x K panel in SRAM; the part that does not fit spills (written
+  to HBM and read back), and is reported as spill bytes.
+* Elementwise phases stream their bytes at the core's achievable bandwidth or run at vector
+  throughput, whichever is slower.
+
+All functions are vectorized: `m` etc. are (P,) arrays over points, candidates are (C, k) arrays;
+results are (P, C) arrays (or (P, 1) with `per_point` tiles). Times are microseconds, traffic
+bytes, rates bytes/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from model.compiler.hardware import HardwareEnvelope
+from model.compiler.tiles import STAGES
+
+SOFTMAX_OPS_PER_SCORE = 32.0
+"""Vector-unit operations per attention score (scale, mask, running max, exp, sum, rescale and
+conversions of online softmax), run on the non-matrix units and not overlapped with the matrix
+work (FlashAttention-2 on Ampere). Set from A100 prefill rows (README "Attention")."""
+
+PARTIAL_BYTES = 4.0
+"""Bytes per element of split-K / split-KV partial results (fp32), written and read back once."""
+
+CACHE_HIT_SPEEDUP = 1.5
+"""How much sooner a shared-cache hit returns than an HBM access: pointer-chase microbenchmarks
+put A100's L2-vs-DRAM latency ratio at 1.5-2x; 1.5 fits the warm-cache layer-op rows best. Used
+only for warm-cache streams (measurements that replay the same tensors)."""
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """Cost of one op's phase for each point and candidate tile; arrays broadcast to (P, C).
+
+    Attributes:
+        time_us: phase time on the core, us.
+        memory_bound: True where HBM traffic, not compute, sets the phase time.
+        hbm_bytes: bytes read from and written to HBM.
+        spill_bytes: the part of hbm_bytes caused by on-chip working sets that overflow SRAM.
+        exec_flops: FLOPs executed, padding included.
+        sram_bytes: SRAM one unit holds for the phase (staging plus resident panels), bytes.
+    """
+
+    time_us: np.ndarray
+    memory_bound: np.ndarray
+    hbm_bytes: np.ndarray
+    spill_bytes: np.ndarray
+    exec_flops: np.ndarray
+    sram_bytes: np.ndarray
+
+    def pick(self, index: np.ndarray, columns: bool = True) -> PhaseCost:
+        """With columns: the (P,) cost of candidate index[p] at each point p of a (P, C) cost.
+        Without: the rows index[i] of a (P,) cost (gathering points)."""
+        names = ("time_us", "memory_bound", "hbm_bytes", "spill_bytes", "exec_flops", "sram_bytes")
+        if not columns:
+            return PhaseCost(*(np.asarray(getattr(self, n))[index] for n in names))
+        rows = np.arange(len(index))
+        shape = self.time_us.shape
+        return PhaseCost(*(np.broadcast_to(getattr(self, n), shape)[rows, index] for n in names))
+
+
+def _col(values) -> np.ndarray:
+    """A (P, 1) float column from a scalar or (P,) array."""
+    return np.asarray(values, dtype=np.float64).reshape(-1, 1)
+
+
+def _waves(
+    hw: HardwareEnvelope,
+    tiles: np.ndarray,
+    compute_s: np.ndarray,
+    arithmetic_s: np.ndarray,
+    tile_in_bytes: np.ndarray,
+    tile_out_bytes: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Time (s) of `tiles` tiles run in waves over the core's units, and the memory-bound flag.
+
+    compute_s: per-tile main-loop time without HBM (arithmetic or cache feed, the slower).
+    arithmetic_s: per-tile arithmetic alone; the phase is memory-bound when its HBM traffic
+        takes longer than that (its time then stretches under HBM contention).
+    tile_in_bytes / tile_out_bytes: per-tile HBM operand reads and epilogue writes.
+    """
+    units = hw.units_per_core
+    core_bps, port_bps = hw.core_hbm_bps(), hw.unit_feed_bps()
+    waves = np.ceil(tiles / units)
+    last = tiles - (waves - 1) * units
+    full_share = min(core_bps / units, port_bps)
+    last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
+    # Every wave waits one fill latency for its first operands.
+    fill = hw.fill_latency_us * 1e-6
+    full = np.maximum(compute_s, tile_in_bytes / full_share) + tile_out_bytes / full_share
+    part = np.maximum(compute_s, tile_in_bytes / last_share) + tile_out_bytes / last_share
+    time = (waves - 1) * full + part + waves * fill
+    memory = (waves - 1) * (tile_in_bytes + tile_out_bytes) / full_share + (
+        tile_in_bytes + tile_out_bytes
+    ) / last_share
+    return time, memory > waves * arithmetic_s
+
+
+def _split_waves(
+    hw: HardwareEnvelope,
+    tiles: np.ndarray,
+    split: np.ndarray,
+    compute_s: np.ndarray,
+    arithmetic_s: np.ndarray,
+    reads: np.ndarray,
+    out: np.ndarray,
+    out_elements: np.ndarray,
+    full_tiles: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Waves of tiles plus, when the reduction is split, the serialized merge pass.
+
+    With split > 1 the tiles write fp32 partials (split x out_elements) instead of the output;
+    a merge pass then reads them back and writes `out`. `full_tiles` is the work measured in
+    full tiles (fractional where edge tiles are ragged): a wave lasts as long as a *full* tile,
+    so per-tile bytes are the bytes over full_tiles, not over the tile count (default: tiles).
+    Returns (time s, memory-bound flag, HBM bytes written and read back beyond `reads`).
+    """
+    per = tiles if full_tiles is None else full_tiles
+    if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
+        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / per, out / per)
+        return time, memory_bound, out + 0.0 * time
+    partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
+    tile_writes = np.where(split > 1, partials, out) / per
+    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / per, tile_writes)
+    merge_s = np.where(
+        split > 1, hw.fill_latency_us * 1e-6 + (partials + out) / hw.core_hbm_bps(), 0.0
+    )
+    return time + merge_s, memory_bound, out + 2.0 * partials
+
+
+def gemm_phase(
+    hw: HardwareEnvelope,
+    dtype: str,
+    m,
+    n,
+    k,
+    candidates: np.ndarray,
+    *,
+    a_on_chip: bool = False,
+    a_written: bool = False,
+    out_fraction: float = 1.0,
+    per_point: bool = False,
+    precision: type = np.float64,
+) -> PhaseCost:
+    """Cost of C[m, n] = A[m, k] @ B[k, n] for each point and candidate tile [m, n, k, split].
+
+    a_on_chip: A was produced by an earlier op of the same kernel; each tile must hold its
+        m-tile x K panel of A in SRAM, and the overflow spills to HBM (written, read back).
+    a_written: A leaves the kernel anyway, so an overflow only costs reading it back.
+    out_fraction: the fraction of C's columns that leave the kernel (written in the epilogue);
+        the rest is consumed on chip by a later op of the same kernel.
+    B is a weight (or any operand) read from HBM.
+    per_point: `candidates` is (P, 4), one tile per point (results are (P, 1)).
+    precision: float type of the arithmetic (float32 halves the memory a search moves).
+    """
+    b = hw.dtype_bytes(dtype)
+    M, N, K = (_col(v).astype(precision) for v in (m, n, k))
+    table = np.asarray(candidates, dtype=precision)
+    tm, tn, tk, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
+                         for i in range(4))  # fmt: skip
+    m_tiles, n_tiles = np.ceil(M / tm), np.ceil(N / tn)
+    k_slice = np.ceil(K / split)
+    tk = np.minimum(tk, np.ceil(k_slice / hw.tile_granule) * hw.tile_granule)  # never step past K
+    k_steps = np.ceil(k_slice / tk)
+    tiles = m_tiles * n_tiles * split
+    active = np.minimum(tiles, hw.units_per_core)
+
+    tile_flops = 2.0 * tm * tn * tk * k_steps
+    arithmetic_s = tile_flops / hw.unit_flops(dtype)
+    # Operand rows/columns a tile fetches into SRAM (padding is zero-filled, not fetched).
+    rows, cols = np.minimum(tm, M), np.minimum(tn, N)
+    staging = STAGES * (tm + tn) * tk * b
+    a_fetched = 1.0  # share of A a tile fetches through the cache
+    if a_on_chip:  # resident m-tile x K panel of A; what does not fit SRAM spills
+        resident = rows * k_slice * b
+        room = hw.sram_bytes() - STAGES * tn * tk * b
+        a_fetched = np.clip(1.0 - room / resident, 0.0, 1.0)
+        staging = STAGES * tn * tk * b + resident
+    feed = (cols + a_fetched * rows) * tk * k_steps * b
+    compute_s = np.maximum(arithmetic_s, feed / hw.unit_feed_bps())
+
+    # Operand panels one wave touches, shared through the cache.
+    panel_rows = np.minimum(m_tiles, np.ceil(np.sqrt(active / split)))
+    panel_cols = np.minimum(n_tiles, np.ceil(active / (split * panel_rows)))
+    waves = np.ceil(tiles / hw.units_per_core)
+    a_ideal, b_ideal = M * K * b, N * K * b
+    # A panel covers at most the whole operand: edge padding is zero-filled, not fetched.
+    a_read = np.maximum(waves * np.minimum(panel_rows * rows, M) * K * b, a_ideal)
+    b_read = np.maximum(waves * np.minimum(panel_cols * cols, N) * K * b, b_ideal)
+    cached = (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
+    a_read = np.where(cached, a_ideal, a_read)
+    b_read = np.where(cached, b_ideal, b_read)
+
+    spill = np.zeros_like(a_read)
+    if a_on_chip:  # the spilled share of A is written out once and read back like an input
+        spill = a_fetched * ((0.0 if a_written else a_ideal) + a_read)
+        a_read = np.zeros_like(a_read)
+    out = M * N * b * out_fraction
+    reads = a_read + b_read + spill
+    # A ragged edge tile moves fewer bytes than a full one; the wave waits for the full ones.
+    full_tiles = (M / rows) * (N / cols) * split
+    time, memory_bound, writes = _split_waves(
+        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, full_tiles
+    )
+    return PhaseCost(
+        time_us=time * 1e6,
+        memory_bound=memory_bound,
+        hbm_bytes=reads + writes,
+        spill_bytes=spill,
+        exec_flops=tile_flops * tiles,
+        sram_bytes=staging + 0.0 * M,
+    )
+
+
+def attention_phase(
+    hw: HardwareEnvelope,
+    dtype: str,
+    batch,
+    q_len,
+    kv_len,
+    heads,
+    kv_heads,
+    head_dim,
+    causal: bool,
+    candidates: np.ndarray,
+    *,
+    q_in_hbm: bool = True,
+    o_to_hbm: bool = True,
+    pack_query_heads: bool = True,
+    per_point: bool = False,
+    precision: type = np.float64,
+) -> PhaseCost:
+    """Cost of flash attention for each point and candidate tile [q, kv, split].
+
+    batch, q_len, kv_len, heads, kv_heads, head_dim: scalars or (P,) arrays.
+    Query rows of one KV head are packed into one tile when they fit (decode with grouped-query
+    heads); otherwise each tile holds q query rows of one head. K and V stream through in
+    kv-long blocks (causal prefill visits on average half the keys), each KV split writes fp32
+    partial outputs that are read back and merged (`pack_query_heads=False`: one head per tile,
+    as simple per-(request, head) decode kernels do). K/V are read from HBM once per batch entry
+    and KV head (re-reads by other query tiles hit the shared cache).
+    q_in_hbm / o_to_hbm: False when the queries come from / the output goes to another op of
+    the same kernel, on chip. per_point, precision: as for gemm_phase.
+    """
+    b = hw.dtype_bytes(dtype)
+    g = hw.tile_granule
+    B, Q, KV = (_col(v).astype(precision) for v in (batch, q_len, kv_len))
+    heads, kv_heads, head_dim = (_col(v).astype(precision) for v in (heads, kv_heads, head_dim))
+    table = np.asarray(candidates, dtype=precision)
+    tq, tkv, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
+                      for i in range(3))  # fmt: skip
+    group = heads / kv_heads
+    packed = (group * Q <= tq) & pack_query_heads
+    rows = np.where(packed, np.ceil(group * Q / g) * g, np.minimum(tq, np.ceil(Q / g) * g))
+    useful_rows = np.where(packed, group * Q, np.minimum(tq, Q))
+    tiles = np.where(packed, B * kv_heads, B * heads * np.ceil(Q / tq)) * split
+    kv_blocks = np.ceil(KV / tkv)
+    if causal:
+        visited = np.minimum(kv_blocks, np.ceil((np.ceil(Q / tq) + 1) / 2 * tq / tkv))
+    else:
+        visited = kv_blocks
+    visited = np.ceil(visited / split) * tkv
+
+    tile_flops = 4.0 * rows * visited * head_dim
+    softmax_s = useful_rows * visited * SOFTMAX_OPS_PER_SCORE / hw.unit_vector_flops()
+    arithmetic_s = tile_flops / hw.unit_flops(dtype) + softmax_s
+    feed = (2.0 * visited + useful_rows) * head_dim * b
+    compute_s = np.maximum(arithmetic_s, feed / hw.unit_feed_bps())
+
+    q_bytes = B * Q * heads * head_dim * b
+    kv_bytes = B * KV * kv_heads * head_dim * 2.0 * b
+    reads = kv_bytes + (q_bytes if q_in_hbm else 0.0)
+    out = q_bytes if o_to_hbm else 0.0 * q_bytes
+    time, memory_bound, writes = _split_waves(
+        hw, tiles, split, compute_s, arithmetic_s, reads, out, B * Q * heads * head_dim
+    )
+    return PhaseCost(
+        time_us=time * 1e6,
+        memory_bound=memory_bound,
+        hbm_bytes=reads + writes,
+        spill_bytes=np.zeros_like(reads + writes),
+        exec_flops=tile_flops * tiles,
+        sram_bytes=(rows + STAGES * 2 * tkv) * head_dim * b + 0.0 * B,
+    )
+
+
+def elementwise_phase(
+    hw: HardwareEnvelope,
+    read_bytes,
+    write_bytes,
+    flops,
+    *,
+    standalone: bool,
+    dependent_passes: int = 1,
+    inflight_bytes_per_unit: float = np.inf,
+    warm_cache: bool = False,
+) -> PhaseCost:
+    """Cost of a streaming elementwise op: bytes at the achievable rate or FLOPs at vector rate.
+
+    standalone: the op is its own kernel; each of its `dependent_passes` after the first waits
+        one pipeline fill (a norm reads its row, reduces, then normalizes: two passes). Fused
+        into a producer it streams inside the producer's epilogue and waits for nothing.
+    inflight_bytes_per_unit: bytes one unit keeps in flight; by Little's law the op cannot
+        stream faster than units x inflight / fill latency. Compiler-generated kernels stage
+        whole tiles (unbounded here); simple hand-written kernels with scalar loads do not.
+    warm_cache: the operands were just touched and fit half the shared cache (a measurement
+        that replays the same tensors), so they stream at the cache rate instead of HBM's.
+    """
+    reads, writes, work = _col(read_bytes), _col(write_bytes), _col(flops)
+    total = reads + writes
+    vector = hw.unit_vector_flops() * hw.units_per_core
+    warm = warm_cache & (total <= hw.shared_cache_mib * 2**20 / 2)
+    fill = hw.fill_latency_us * 1e-6
+    # Little's law: bytes in flight / latency; a cache hit returns in about half the time.
+    latency = np.where(warm, fill / CACHE_HIT_SPEEDUP, fill)
+    stream_bps = np.minimum(
+        np.where(warm, hw.unit_feed_bps() * hw.units_per_core, hw.core_hbm_bps()),
+        hw.units_per_core * inflight_bytes_per_unit / np.maximum(latency, 1e-12),
+    )
+    memory_s = total / stream_bps
+    compute_s = work / vector
+    # The first pass's round trip hides inside the kernel's device floor; each later pass waits.
+    time = np.maximum(memory_s, compute_s) + ((dependent_passes - 1) * fill if standalone else 0.0)
+    return PhaseCost(
+        time_us=time * 1e6,
+        memory_bound=memory_s >= compute_s,
+        hbm_bytes=total,
+        spill_bytes=np.zeros_like(total),
+        exec_flops=work + 0.0 * total,
+        sram_bytes=np.zeros_like(total),
+    )

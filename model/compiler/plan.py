@@ -1,0 +1,326 @@
+"""Evaluate a fusion and tile plan: the kernels a block launches and what each one costs.
+
+`evaluate_plan` runs every kernel of a plan at P points (batch size b, runtime shape s) at once.
+Inside a kernel the ops run one after another as phases (see model.compiler.kernels); a tensor produced
+by an earlier op of the same kernel stays on chip, except keys and values (the KV cache) and
+tensors read by later kernels or leaving the block. Each GEMM and attention op gets its tile
+from the plan or, for ops the plan leaves out, from an autotuning search per point (the tile
+minimizing that op's phase time in its kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from model.compiler.autotune import best_attention, best_gemm
+from model.compiler.blocks import (
+    CACHE_TENSORS,
+    OPS,
+    BlockSpec,
+    attention_dims,
+    block_outputs,
+    gemm_dims,
+    op_flops,
+    tensor_bytes,
+    weight_bytes,
+)
+from model.compiler.fusion import Plan
+from model.compiler.hardware import HardwareEnvelope
+from model.compiler.kernels import PhaseCost, attention_phase, elementwise_phase, gemm_phase
+from model.compiler.tiles import (
+    AttentionTile,
+    GemmTile,
+    Tile,
+    check_attention_tile,
+    check_gemm_tile,
+    default_attention_tile,
+    default_gemm_tile,
+)
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """One kernel of a plan at P points; every array is (P,) and counts one pass of the block.
+
+    Attributes:
+        ops: the op group the kernel runs.
+        tiles: op -> (P, 4) [m, n, k, split] (GEMM) or (P, 3) [q, kv, split] (attention) tile
+            each point runs with.
+        launch_us: host launch overhead (plus extra dispatch on the generic path), us.
+        floor_us: device minimum-kernel time, us.
+        compute_us: time of the kernel's compute-bound phases, us.
+        memory_us: time of its memory-bound phases (spill traffic included), us.
+        hbm_bytes: bytes read from and written to HBM.
+        memory_bound_bytes: the part of hbm_bytes moved by memory-bound phases.
+        spill_bytes: the part of hbm_bytes caused by on-chip working sets overflowing SRAM.
+        flops: useful FLOPs (no padding).
+        exec_flops: FLOPs executed, tile padding included.
+        consumed_bytes: operand bytes the ops consume (each multiply-accumulate reads two).
+        sram_bytes: largest SRAM one unit holds in any phase, bytes.
+        peak_gbs: highest HBM demand of any phase (its bytes over its time), GB/s.
+    """
+
+    ops: tuple[str, ...]
+    tiles: dict[str, np.ndarray]
+    launch_us: np.ndarray
+    floor_us: np.ndarray
+    compute_us: np.ndarray
+    memory_us: np.ndarray
+    hbm_bytes: np.ndarray
+    memory_bound_bytes: np.ndarray
+    spill_bytes: np.ndarray
+    flops: np.ndarray
+    exec_flops: np.ndarray
+    consumed_bytes: np.ndarray
+    sram_bytes: np.ndarray
+    peak_gbs: np.ndarray
+
+    @property
+    def device_us(self) -> np.ndarray:
+        """Device time: floor plus phases, us."""
+        return self.floor_us + self.compute_us + self.memory_us
+
+    @property
+    def time_us(self) -> np.ndarray:
+        """Host launch plus device time, us."""
+        return self.launch_us + self.device_us
+
+    def bound(self) -> np.ndarray:
+        """(P,) str: what limits the kernel: launch, compute, memory or spill."""
+        fixed = self.launch_us + self.floor_us
+        parts = np.stack([fixed, self.compute_us, self.memory_us])
+        names = np.array(["launch", "compute", "memory"])[np.argmax(parts, axis=0)]
+        spill = (names == "memory") & (self.spill_bytes >= 0.5 * self.memory_bound_bytes)
+        return np.where(spill & (self.spill_bytes > 0), "spill", names)
+
+    def average_gbs(self) -> np.ndarray:
+        """Average HBM demand over the kernel's device time, GB/s (peak_gbs is its densest
+        phase: the burst rate a contention model should see)."""
+        return self.hbm_bytes / np.maximum(self.device_us, 1e-9) * 1e-3
+
+    def reuse_ratio(self) -> np.ndarray:
+        """On-chip reuse: operand bytes consumed by compute / bytes fetched from HBM."""
+        return self.consumed_bytes / np.maximum(self.hbm_bytes, 1.0)
+
+
+def resolve_tiles(
+    block: BlockSpec, hw: HardwareEnvelope, tiles: Mapping[str, Tile | Mapping] | None
+) -> dict[str, Tile]:
+    """Validate a tile plan (op -> GemmTile/AttentionTile or a {m,n,k}/{q,kv} mapping).
+
+    Raises a one-line ValueError naming the op for an unknown op, an op that is not a GEMM or
+    attention, a wrong tile kind, or a tile invalid on `hw` (granule, SRAM).
+    """
+    out: dict[str, Tile] = {}
+    b = block.bytes_per_element
+    for op, tile in (tiles or {}).items():
+        if op not in block.op_names:
+            raise ValueError(f"tiles.{op}: not an op of a {block.kind} block")
+        kind = OPS[op].kind
+        if isinstance(tile, Mapping):
+            keys = set(tile)
+            try:
+                if kind == "gemm" and keys <= {"m", "n", "k", "split"}:
+                    tile = GemmTile(**tile)
+                elif kind == "attention" and keys <= {"q", "kv", "split"}:
+                    tile = AttentionTile(**tile)
+            except TypeError as err:
+                raise ValueError(f"tiles.{op}: {err}") from None
+        if kind == "gemm" and isinstance(tile, GemmTile):
+            check_gemm_tile(op, tile, hw, b)
+        elif kind == "attention" and isinstance(tile, AttentionTile):
+            check_attention_tile(op, tile, hw, block.head_dim, b)
+        else:
+            want = {"gemm": "{m, n, k}", "attention": "{q, kv}"}.get(kind)
+            if want is None:
+                raise ValueError(f"tiles.{op}: {op} is elementwise and takes no tile")
+            raise ValueError(f"tiles.{op}: a {kind} op takes a {want} tile, got {tile!r}")
+        out[op] = tile
+    return out
+
+
+def _fixed_tile(
+    block: BlockSpec, hw: HardwareEnvelope, op: str, tile: Tile | None, untuned: bool
+) -> np.ndarray | None:
+    """The single candidate row of an explicit or untuned tile; None: autotune."""
+    b = block.bytes_per_element
+    if OPS[op].kind == "gemm":
+        tile = tile or (default_gemm_tile(hw, b) if untuned else None)
+        return None if tile is None else np.array([[tile.m, tile.n, tile.k, tile.split]], float)
+    tile = tile or (default_attention_tile(hw, block.head_dim, b) if untuned else None)
+    return None if tile is None else np.array([[tile.q, tile.kv, tile.split]], float)
+
+
+def _fixed(cost: PhaseCost, row: np.ndarray) -> tuple[PhaseCost, np.ndarray]:
+    points = cost.time_us.shape[0]
+    return cost.pick(np.zeros(points, dtype=np.int64)), np.repeat(row, points, axis=0)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What an op's phase needs to know about its kernel and the points it runs at."""
+
+    block: BlockSpec
+    hw: HardwareEnvelope
+    tiles: Mapping[str, Tile]
+    untuned: bool
+    b: np.ndarray
+    s: np.ndarray
+    group: tuple[str, ...]
+    produced: frozenset[str]  # tensors written by earlier ops of the kernel (on chip)
+    escaping: frozenset[str]  # tensors of the kernel that must reach HBM
+
+    def bytes_of(self, tensors) -> np.ndarray:
+        """Total bytes of some activation tensors at every point."""
+        total = np.zeros(len(self.b))
+        for t in tensors:
+            total = total + tensor_bytes(self.block, t, self.b, self.s)
+        return total
+
+
+def _gemm(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
+    spec, block, hw = OPS[op], ctx.block, ctx.hw
+    n, k = gemm_dims(block, op)
+    widths = {t: block.tensor_width(t) for t in spec.writes}
+    a_tensor = spec.reads[0]
+    context = {
+        "a_on_chip": a_tensor in ctx.produced,
+        "a_written": a_tensor in ctx.produced and a_tensor in ctx.escaping,
+        "out_fraction": sum(w for t, w in widths.items() if t in ctx.escaping)
+        / sum(widths.values()),
+    }
+    # A GEMM's cost depends on m alone here: evaluate each distinct m once.
+    unique_m, inverse = np.unique(block.tokens(ctx.b, ctx.s), return_inverse=True)
+    fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
+    if fixed is None:
+        cost, rows = best_gemm(hw, block.dtype, unique_m, n, k, **context)
+    else:
+        cost, rows = _fixed(gemm_phase(hw, block.dtype, unique_m, n, k, fixed, **context), fixed)
+    return cost.pick(inverse, columns=False), rows[inverse]
+
+
+def _attention(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
+    block, hw = ctx.block, ctx.hw
+    q_len, kv_len = attention_dims(block, ctx.s)
+    shape = (ctx.b, q_len, kv_len, block.heads, block.kv_heads, block.head_dim,
+             block.phase == "prefill")  # fmt: skip
+    context = {"q_in_hbm": "q_rot" not in ctx.produced, "o_to_hbm": "attn_out" in ctx.escaping}
+    fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
+    if fixed is None:
+        return best_attention(hw, block.dtype, *shape, **context)
+    return _fixed(attention_phase(hw, block.dtype, *shape, fixed, **context), fixed)
+
+
+def _elementwise(ctx: _Context, op: str) -> PhaseCost:
+    spec, block = OPS[op], ctx.block
+    reads = ctx.bytes_of(t for t in spec.reads if t not in ctx.produced)
+    reads = reads + weight_bytes(block, op)
+    writes = ctx.bytes_of(t for t in spec.writes if t in ctx.escaping)
+    # A norm needs whole rows: behind a tiled op of the same kernel its input is spread over
+    # tiles and makes a round trip through HBM (only the read back if it leaves anyway).
+    before = ctx.group[: ctx.group.index(op)]
+    spill_read = spill_write = np.zeros(len(ctx.b))
+    if spec.row_reduction and any(OPS[p].kind != "elementwise" for p in before):
+        on_chip = [t for t in spec.reads if t in ctx.produced]
+        spill_read = ctx.bytes_of(on_chip)
+        spill_write = ctx.bytes_of(t for t in on_chip if t not in ctx.escaping)
+    cost = elementwise_phase(
+        ctx.hw,
+        reads + spill_read,
+        writes + spill_write,
+        op_flops(block, op, ctx.b, ctx.s),
+        standalone=len(ctx.group) == 1,
+        dependent_passes=2 if spec.row_reduction else 1,
+    )
+    return replace(cost.pick(np.zeros(len(ctx.b), dtype=np.int64)),
+                   spill_bytes=spill_read + spill_write)  # fmt: skip
+
+
+def evaluate_plan(
+    block: BlockSpec,
+    hw: HardwareEnvelope,
+    groups: Plan,
+    tiles: Mapping[str, Tile],
+    b: np.ndarray,
+    s: np.ndarray,
+    *,
+    untuned: bool = False,
+    dispatch_us: float = 0.0,
+) -> list[KernelCost]:
+    """The kernels of plan `groups` at points (b[i], s[i]); costs per pass of the block.
+
+    tiles: validated explicit tiles (see resolve_tiles); other GEMM/attention ops are
+        autotuned per point, or take the untuned default tile when `untuned`.
+    dispatch_us: extra host dispatch per kernel (the generic path), us.
+    """
+    b = np.asarray(b, dtype=np.float64).ravel()
+    s = np.asarray(s, dtype=np.float64).ravel()
+    group_of = {op: i for i, g in enumerate(groups) for op in g}
+    always = set(block_outputs(block)) | set(CACHE_TENSORS)
+    kernels = []
+    for index, group in enumerate(groups):
+        written = {t for op in group for t in OPS[op].writes}
+        escaping = frozenset(
+            t for t in written
+            if t in always or any(group_of[r] != index for r in block.op_names
+                                  if t in OPS[r].reads)
+        )  # fmt: skip
+        produced: set[str] = set()
+        phases, chosen = [], {}
+        flops = consumed = np.zeros(len(b))
+        for op in group:
+            ctx = _Context(block, hw, tiles, untuned, b, s, group, frozenset(produced), escaping)
+            spec = OPS[op]
+            useful = op_flops(block, op, b, s)
+            flops = flops + useful
+            if spec.kind == "elementwise":
+                phases.append(_elementwise(ctx, op))
+                consumed = consumed + ctx.bytes_of(spec.reads)
+            else:
+                cost, chosen[op] = (_gemm if spec.kind == "gemm" else _attention)(ctx, op)
+                phases.append(cost)
+                consumed = consumed + useful * block.bytes_per_element  # 2 operands per MAC
+            produced.update(spec.writes)
+        kernels.append(_combine(hw, group, chosen, phases, flops, consumed, dispatch_us))
+    return kernels
+
+
+def _combine(
+    hw: HardwareEnvelope,
+    group: Sequence[str],
+    chosen: dict[str, np.ndarray],
+    phases: list[PhaseCost],
+    flops: np.ndarray,
+    consumed: np.ndarray,
+    dispatch_us: float,
+) -> KernelCost:
+    time = np.stack([p.time_us for p in phases])
+    memory = np.stack([p.memory_bound for p in phases])
+    hbm = np.stack([p.hbm_bytes for p in phases])
+    points = time.shape[1]
+    return KernelCost(
+        ops=tuple(group),
+        tiles=chosen,
+        launch_us=np.full(points, hw.launch_overhead_us + dispatch_us),
+        floor_us=np.full(points, hw.min_kernel_us),
+        compute_us=np.sum(np.where(memory, 0.0, time), axis=0),
+        memory_us=np.sum(np.where(memory, time, 0.0), axis=0),
+        hbm_bytes=hbm.sum(axis=0),
+        memory_bound_bytes=np.sum(np.where(memory, hbm, 0.0), axis=0),
+        spill_bytes=np.stack([p.spill_bytes for p in phases]).sum(axis=0),
+        flops=flops,
+        exec_flops=np.stack([p.exec_flops for p in phases]).sum(axis=0),
+        consumed_bytes=consumed,
+        sram_bytes=np.stack([p.sram_bytes for p in phases]).max(axis=0),
+        peak_gbs=np.max(hbm / np.maximum(time, 1e-9), axis=0) * 1e-3,
+    )
+
+
+def tile_label(op: str, row: np.ndarray) -> str:
+    """Text form of one chosen tile row of `op` (e.g. `128x128x64` or `q64xkv64/s4`)."""
+    if OPS[op].kind == "gemm":
+        return GemmTile(*(int(v) for v in row)).label()
+    return AttentionTile(*(int(v) for v in row)).label()

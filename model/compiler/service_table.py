@@ -1,0 +1,142 @@
+"""Service-time tables: what the compiled plan costs for every (batch size, runtime shape).
+
+The compiler built kernels for `compiled_shapes` (ascending seq_len buckets). A runtime shape
+runs in the smallest bucket >= it, *as* that bucket's shape (static shapes: a prompt or KV cache
+is padded up to the bucket) with that bucket's fusion and tiles; autotuned tiles are searched
+per (batch size, bucket), as a compiler that captures one graph per batch size would. Shapes
+above the largest bucket take the generic path (`FallbackPolicy`): unfused, untuned default
+tiles, the actual shape, and extra host dispatch per kernel. The runtime simulator charges the
+one-time compile stall itself.
+
+`build_service_table` is the one call the runtime engineer and the lead need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from model.compiler.blocks import BlockSpec
+from model.compiler.fusion import fusion_groups
+from model.compiler.hardware import HardwareEnvelope
+from model.compiler.plan import KernelCost, evaluate_plan, resolve_tiles
+from model.compiler.tiles import Tile
+from model.service import ServiceTable
+
+
+@dataclass(frozen=True)
+class FallbackPolicy:
+    """The generic path a shape outside every compiled bucket takes (packet `fallback`).
+
+    Attributes:
+        compile_stall_ms: one-time JIT stall the first time a new shape is seen, ms (charged by
+            the runtime simulator, not in the service table).
+        dispatch_overhead_us: extra host dispatch per kernel on the generic path, us.
+    """
+
+    compile_stall_ms: float = 0.0
+    dispatch_overhead_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("compile_stall_ms", "dispatch_overhead_us"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and np.isfinite(value) and value >= 0):
+                raise ValueError(f"fallback.{name} must be a number >= 0, got {value!r}")
+
+
+def bucket_of(compiled_shapes: Sequence[int], shapes: np.ndarray) -> np.ndarray:
+    """Index of the smallest compiled bucket >= each shape; -1 above the largest (fallback)."""
+    buckets = np.asarray(compiled_shapes, dtype=np.int64)
+    index = np.searchsorted(buckets, np.asarray(shapes, dtype=np.int64), side="left")
+    return np.where(index < len(buckets), index, -1)
+
+
+def _check_axis(name: str, values: np.ndarray) -> None:
+    if values.ndim != 1 or len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty list of whole numbers")
+    if np.any(values < 1) or np.any(np.diff(values) <= 0):
+        raise ValueError(f"{name} must be ascending whole numbers >= 1, got {values.tolist()}")
+
+
+def _totals(kernels: list[KernelCost], layers: int) -> dict[str, np.ndarray]:
+    """Per-point sums over a plan's kernels, scaled to `layers` passes; times in ms."""
+    launch = sum(k.launch_us + k.floor_us for k in kernels) * layers / 1e3
+    compute = sum(k.compute_us for k in kernels) * layers / 1e3
+    memory = sum(k.memory_us for k in kernels) * layers / 1e3
+    return {
+        "time_ms": launch + compute + memory,
+        "launch_ms": launch,
+        "compute_bound_ms": compute,
+        "memory_bound_ms": memory,
+        "hbm_bytes": sum(k.hbm_bytes for k in kernels) * layers,
+        "memory_bound_bytes": sum(k.memory_bound_bytes for k in kernels) * layers,
+        "spill_bytes": sum(k.spill_bytes for k in kernels) * layers,
+        "peak_hbm_gbs": np.max(np.stack([k.peak_gbs for k in kernels]), axis=0),
+        "launches": np.full(len(kernels[0].launch_us), len(kernels) * layers, dtype=np.int64),
+    }
+
+
+def build_service_table(
+    block: BlockSpec,
+    hardware: HardwareEnvelope,
+    fusion: str | Sequence[Sequence[str]],
+    tiles: Mapping[str, Tile | Mapping] | None,
+    compiled_shapes: Sequence[int],
+    fallback: FallbackPolicy,
+    batch_sizes: Sequence[int],
+    shapes: Sequence[int],
+) -> ServiceTable:
+    """The service-time table of a compiled plan (model.service.ServiceTable), one core alone.
+
+    block, hardware: what runs where. fusion: preset name or op groups. tiles: explicit tiles
+    per op (others autotuned). compiled_shapes: ascending seq_len buckets (may be empty: every
+    shape falls back). fallback: the generic path. batch_sizes, shapes: the table's axes
+    (ascending). Computed in one vectorized pass per path.
+    """
+    groups = fusion_groups(block, fusion)
+    explicit = resolve_tiles(block, hardware, tiles)
+    batch = np.asarray(batch_sizes, dtype=np.int64)
+    runtime = np.asarray(shapes, dtype=np.int64)
+    buckets = np.asarray(compiled_shapes, dtype=np.int64)
+    _check_axis("batch_sizes", batch)
+    _check_axis("shapes", runtime)
+    if len(buckets):
+        _check_axis("compiled_shapes.seq_len", buckets)
+
+    bucket = bucket_of(buckets, runtime)
+    fallback_mask = bucket < 0
+    compiled_shape = np.where(
+        fallback_mask, runtime, buckets[np.maximum(bucket, 0)] if len(buckets) else runtime
+    )
+    names = ("time_ms", "launch_ms", "compute_bound_ms", "memory_bound_ms", "hbm_bytes",
+             "memory_bound_bytes", "spill_bytes", "peak_hbm_gbs", "launches")  # fmt: skip
+    table = {n: np.zeros((len(batch), len(runtime)), dtype=np.int64 if n == "launches" else float)
+             for n in names}  # fmt: skip
+
+    used = np.unique(bucket[~fallback_mask])
+    if len(used):  # compiled path: evaluate each used bucket once per batch size
+        b_grid, s_grid = np.meshgrid(batch, buckets[used], indexing="ij")
+        kernels = evaluate_plan(block, hardware, groups, explicit, b_grid.ravel(), s_grid.ravel())
+        totals = _totals(kernels, block.layers)
+        column = np.searchsorted(used, bucket[~fallback_mask])
+        for n in names:
+            table[n][:, ~fallback_mask] = totals[n].reshape(len(batch), len(used))[:, column]
+    if fallback_mask.any():  # generic path at the actual shape
+        b_grid, s_grid = np.meshgrid(batch, runtime[fallback_mask], indexing="ij")
+        kernels = evaluate_plan(
+            block, hardware, fusion_groups(block, "none"), {}, b_grid.ravel(), s_grid.ravel(),
+            untuned=True, dispatch_us=fallback.dispatch_overhead_us,
+        )  # fmt: skip
+        totals = _totals(kernels, block.layers)
+        for n in names:
+            table[n][:, fallback_mask] = totals[n].reshape(len(batch), -1)
+    return ServiceTable(
+        batch_sizes=batch,
+        shapes=runtime,
+        **table,
+        fallback=fallback_mask,
+        bucket=bucket.astype(np.int64),
+        compiled_shape=compiled_shape.astype(np.int64),
+    )

@@ -1,0 +1,439 @@
+"""The sequential event loop of the runtime simulator (numba, compiled once and cached).
+
+Why a loop: dispatching to the first free core, a batching timer and shared-HBM contention all
+depend on the state the previous requests left, so the recursion cannot vectorize over
+requests (numpy can only vectorize it across configurations, which `model.runtime.sweep` does with
+threads instead: this kernel releases the GIL).
+
+The loop is a next-event simulation with three kinds of events, handled in this order when
+they coincide: a core's phase ends (completions free cores first), a request arrives (it can
+still join a batch dispatched at the same instant), a batch is dispatched.
+
+Queues ("lanes"): lane = base * n_sub + sub. The base lane is 0 for a central queue, the core
+for per-core placements, or the shape-affinity group; `sub` is the compiled bucket when
+bucketing is on (else 0). Each base lane is served by a set of cores (CSR arrays
+lane_core_ptr / lane_core_idx). A free core serves the ready lane whose head is oldest.
+
+A batch runs two phases on its core: a fixed phase (compile stall + launch + compute-bound
+time; in distribution mode stall + the pinned draw + fallback dispatch overhead) that never
+stretches, then a memory phase (memory-bound time) whose HBM demand, bytes / memory time,
+shares the device bandwidth with the other cores' memory phases: when total demand D exceeds
+bandwidth W every memory phase progresses at rate W / D (fluid, proportional share).
+Times are ms, bandwidth bytes per ms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+IDLE, FIXED, MEMORY = 0, 1, 2
+
+
+@njit(cache=True)
+def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
+    """Time the lane's next batch may go: full (B-th request arrived) or the oldest's timer."""
+    if count[lane] == 0:
+        return np.inf
+    h = head[lane]
+    timer = arrival[h] + delay_ms
+    if count[lane] < max_batch:
+        return timer
+    j = h
+    for _ in range(max_batch - 1):  # walk to the B-th queued request (B is small)
+        j = nxt[j]
+    return min(arrival[j], timer)
+
+
+@njit(cache=True)
+def _total_demand(phase, demand):
+    total = 0.0
+    for k in range(phase.shape[0]):
+        if phase[k] == MEMORY:
+            total += demand[k]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def simulate_kernel(
+    arrival,
+    req_col,
+    req_sub,
+    req_base,
+    req_est,
+    req_draw,
+    least_loaded,
+    n_cores,
+    n_sub,
+    lane_core_ptr,
+    lane_core_idx,
+    max_batch,
+    delay_ms,
+    dist_mode,
+    size_row,
+    launch_tab,
+    compute_tab,
+    memory_tab,
+    bytes_tab,
+    col_fallback,
+    stall_ms,
+    overhead_ms,
+    contention,
+    hbm_bytes_per_ms,
+):
+    """Simulate one run. Returns per-request batch ids, per-batch arrays and the HBM timeline.
+
+    req_sub, req_base and req_est are only read when they matter (more than one sub-queue,
+    more than one base lane, least-loaded), so callers may pass 1-element placeholders.
+
+    Returns (req_batch, b_start, b_ready, b_mem_start, b_finish, b_core, b_size, b_col,
+    b_lead, b_stall, b_fixed, b_memory, b_slowed, n_batches, tl_time, tl_demand, n_timeline);
+    per-batch
+    arrays are valid up to n_batches and the timeline (time, total requested HBM demand in
+    bytes/ms from that time on) up to n_timeline.
+    """
+    n = arrival.shape[0]
+    n_base = lane_core_ptr.shape[0] - 1
+    n_lanes = n_base * n_sub
+    n_cols = col_fallback.shape[0]
+
+    nxt = np.full(n, -1, np.int64)
+    head = np.full(n_lanes, -1, np.int64)
+    tail = np.full(n_lanes, -1, np.int64)
+    count = np.zeros(n_lanes, np.int64)
+    ready = np.full(n_lanes, np.inf)
+    base_count = np.zeros(n_base, np.int64)
+
+    phase = np.zeros(n_cores, np.int64)
+    free_since = np.zeros(n_cores)
+    fixed_end = np.zeros(n_cores)
+    anchor_t = np.zeros(n_cores)
+    anchor_rem = np.zeros(n_cores)
+    demand = np.zeros(n_cores)
+    core_batch = np.full(n_cores, -1, np.int64)
+    planned_finish = np.zeros(n_cores)
+    queued_est = np.zeros(n_cores)
+    compile_started = np.zeros(n_cols, np.bool_)
+    compile_done = np.zeros(n_cols)
+
+    req_batch = np.full(n, -1, np.int64)
+    b_start = np.zeros(n)
+    b_ready = np.zeros(n)
+    b_mem_start = np.zeros(n)
+    b_finish = np.zeros(n)
+    b_core = np.zeros(n, np.int64)
+    b_size = np.zeros(n, np.int64)
+    b_col = np.zeros(n, np.int64)
+    b_lead = np.zeros(n, np.int64)
+    b_stall = np.zeros(n)
+    b_fixed = np.zeros(n)
+    b_memory = np.zeros(n)
+    b_slowed = np.zeros(n, np.bool_)  # the memory phase ever ran below its own burst rate
+    tl_size = 1 if dist_mode else 2 * n + 1  # pinned service has no memory phases
+    tl_time = np.zeros(tl_size)
+    tl_demand = np.zeros(tl_size)
+    n_tl = 1  # the timeline starts at 0 ms with no demand
+
+    t = 0.0
+    scale = 1.0
+    i_next = 0
+    done = 0
+    nb = 0
+    # Cached next phase end and best dispatch: recomputed only after events that can change
+    # them (arrivals leave phases alone; a core entering its memory phase stays busy).
+    phases_dirty = True
+    lanes_dirty = True
+    t_ph = np.inf
+    k_ph = -1
+    t_d = np.inf
+    lane_d = -1
+    head_d = np.inf
+    while done < n:
+        t_arr = arrival[i_next] if i_next < n else np.inf
+
+        if phases_dirty:  # next phase end among busy cores
+            phases_dirty = False
+            t_ph = np.inf
+            k_ph = -1
+            for k in range(n_cores):
+                if phase[k] == FIXED:
+                    te = fixed_end[k]
+                elif phase[k] == MEMORY:
+                    rate = scale if demand[k] > 0 else 1.0
+                    te = anchor_t[k] + anchor_rem[k] / rate
+                else:
+                    continue
+                if te < t_ph:
+                    t_ph = te
+                    k_ph = k
+
+        if lanes_dirty:  # earliest dispatch among lanes with a free core, oldest head first
+            lanes_dirty = False
+            t_d = np.inf
+            lane_d = -1
+            head_d = np.inf
+            for lane in range(n_lanes):
+                if count[lane] == 0:
+                    continue
+                base = lane // n_sub
+                has_free = False
+                for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
+                    if phase[lane_core_idx[j]] == IDLE:
+                        has_free = True
+                        break
+                if not has_free:
+                    continue
+                td = max(ready[lane], t)
+                ha = arrival[head[lane]]
+                if td < t_d or (td == t_d and ha < head_d):
+                    t_d = td
+                    lane_d = lane
+                    head_d = ha
+
+        if k_ph < 0 and lane_d < 0 and i_next >= n:
+            break  # nothing can happen any more (only with an empty core set: a caller bug)
+        if k_ph >= 0 and t_ph <= t_arr and t_ph <= t_d:
+            # ---- a phase ends on core k_ph
+            k = k_ph
+            t = max(t, t_ph)
+            b = core_batch[k]
+            phases_dirty = True
+            if phase[k] == FIXED and b_memory[b] > 0:
+                phase[k] = MEMORY
+                b_mem_start[b] = t
+                anchor_t[k] = t
+                anchor_rem[k] = b_memory[b]
+                demand[k] = bytes_tab[size_row[b_size[b]], b_col[b]] / b_memory[b]
+            else:
+                if phase[k] == FIXED:
+                    b_mem_start[b] = t
+                phase[k] = IDLE
+                lanes_dirty = True
+                free_since[k] = t
+                core_batch[k] = -1
+                b_finish[b] = t
+                done += b_size[b]
+            if demand[k] > 0:
+                total = _total_demand(phase, demand)
+                if phase[k] == IDLE:
+                    demand[k] = 0.0
+                new_scale = 1.0
+                if contention and total > hbm_bytes_per_ms:
+                    new_scale = hbm_bytes_per_ms / total
+                if new_scale != scale:  # re-anchor progress of every stretchable memory phase
+                    for q in range(n_cores):
+                        if phase[q] == MEMORY and demand[q] > 0 and q != k:
+                            anchor_rem[q] = max(0.0, anchor_rem[q] - (t - anchor_t[q]) * scale)
+                            anchor_t[q] = t
+                    scale = new_scale
+                if scale < 1.0:
+                    for q in range(n_cores):
+                        if phase[q] == MEMORY and demand[q] > 0:
+                            b_slowed[core_batch[q]] = True
+                tl_time[n_tl] = t
+                tl_demand[n_tl] = total
+                n_tl += 1
+        elif t_arr <= t_d:
+            # ---- request i_next arrives
+            i = i_next
+            t = t_arr
+            if least_loaded:  # least outstanding work: remaining planned work + queued estimates
+                base = 0
+                best = np.inf
+                for k in range(n_cores):
+                    work = queued_est[k]
+                    if phase[k] != IDLE:
+                        work += max(0.0, planned_finish[k] - t)
+                    if work < best:
+                        best = work
+                        base = k
+                queued_est[base] += req_est[i]
+            elif n_base > 1:
+                base = req_base[i]
+            else:
+                base = 0
+            lane = base * n_sub + (req_sub[i] if n_sub > 1 else 0)
+            if count[lane] == 0:
+                head[lane] = i
+            else:
+                nxt[tail[lane]] = i
+            tail[lane] = i
+            count[lane] += 1
+            base_count[base] += 1
+            if count[lane] == max_batch:
+                ready[lane] = min(arrival[i], arrival[head[lane]] + delay_ms)
+            elif count[lane] == 1:
+                ready[lane] = arrival[i] + delay_ms
+            i_next += 1
+            if not lanes_dirty:  # only this lane changed: compare it with the cached best
+                has_free = False
+                for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
+                    if phase[lane_core_idx[j]] == IDLE:
+                        has_free = True
+                        break
+                if has_free:
+                    td = max(ready[lane], t)
+                    ha = arrival[head[lane]]
+                    if lane == lane_d or (
+                        td < t_d
+                        or (td == t_d and (ha < head_d or (ha == head_d and lane < lane_d)))
+                    ):
+                        t_d = td
+                        lane_d = lane
+                        head_d = ha
+        else:
+            # ---- dispatch a batch from lane_d at t_d
+            lane = lane_d
+            t = t_d
+            base = lane // n_sub
+            phases_dirty = True
+            lanes_dirty = True
+            k = -1
+            for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
+                q = lane_core_idx[j]
+                if phase[q] == IDLE and (k < 0 or free_since[q] < free_since[k]):
+                    k = q
+            size = min(count[lane], max_batch)
+            b = nb
+            nb += 1
+            lead = head[lane]
+            col = 0
+            est_sum = 0.0
+            for _ in range(size):
+                r = head[lane]
+                req_batch[r] = b
+                if req_col[r] > col:
+                    col = req_col[r]
+                if least_loaded:
+                    est_sum += req_est[r]
+                head[lane] = nxt[r]
+            count[lane] -= size
+            base_count[base] -= size
+            b_ready[b] = ready[lane]
+            ready[lane] = _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms)
+
+            stall = 0.0
+            fb = col_fallback[col]
+            if fb and stall_ms > 0:
+                if not compile_started[col]:
+                    compile_started[col] = True
+                    compile_done[col] = t + stall_ms
+                    stall = stall_ms
+                elif t < compile_done[col]:
+                    stall = compile_done[col] - t
+            row = size_row[size]
+            if dist_mode:
+                fixed = stall + req_draw[lead] + (overhead_ms if fb else 0.0)
+                mem = 0.0
+            else:
+                fixed = stall + launch_tab[row, col] + compute_tab[row, col]
+                mem = memory_tab[row, col]
+
+            b_start[b] = t
+            b_core[b] = k
+            b_size[b] = size
+            b_col[b] = col
+            b_lead[b] = lead
+            b_stall[b] = stall
+            b_fixed[b] = fixed
+            b_memory[b] = mem
+            phase[k] = FIXED
+            core_batch[k] = b
+            fixed_end[k] = t + fixed
+            planned_finish[k] = (t + fixed) + mem
+            if least_loaded:
+                queued_est[base] -= est_sum
+                if base_count[base] == 0:
+                    queued_est[base] = 0.0  # no drift once the core's queue is empty
+
+    return (
+        req_batch,
+        b_start,
+        b_ready,
+        b_mem_start,
+        b_finish,
+        b_core,
+        b_size,
+        b_col,
+        b_lead,
+        b_stall,
+        b_fixed,
+        b_memory,
+        b_slowed,
+        nb,
+        tl_time,
+        tl_demand,
+        n_tl,
+    )
+
+
+def warm_up() -> None:
+    """Compile (or load from cache) the kernels on a tiny run, so the app's first frame never
+    waits on numba: call it from a background worker at start-up."""
+    n = 4
+    fifo_kernel(
+        np.arange(1.0, n + 1.0),
+        np.zeros(n, np.int64),
+        np.zeros(n, np.int64),
+        np.ones(n),
+        np.zeros(1, np.bool_),
+        0.0,
+        2,
+        True,
+    )
+    simulate_kernel(
+        np.arange(1.0, n + 1.0),
+        np.zeros(n, np.int64),
+        np.zeros(n, np.int64),
+        np.zeros(n, np.int64),
+        np.ones(n),
+        np.ones(n),
+        False,
+        2,
+        1,
+        np.array([0, 2], np.int64),
+        np.array([0, 1], np.int64),
+        2,
+        0.5,
+        False,
+        np.array([0, 0, 1], np.int64),
+        np.ones((2, 1)),
+        np.ones((2, 1)),
+        np.ones((2, 1)),
+        np.ones((2, 1)),
+        np.zeros(1, np.bool_),
+        0.0,
+        0.0,
+        True,
+        1.0,
+    )
+
+
+@njit(cache=True, nogil=True)
+def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms, n_cores, pooled):
+    """Single-request FIFO with pinned service: the event loop's results for max_batch 1 with
+    central-queue (pooled: the core free first, lowest index on ties), round-robin or random
+    (req_base) dispatch, when no compile stall is paid. One pass over requests.
+
+    Returns (start, finish, core) per request, ms.
+    """
+    n = arrival.shape[0]
+    free = np.zeros(n_cores)
+    start = np.empty(n)
+    finish = np.empty(n)
+    core = np.empty(n, np.int64)
+    for i in range(n):
+        if pooled:
+            k = 0
+            for q in range(1, n_cores):
+                if free[q] < free[k]:
+                    k = q
+        else:
+            k = req_base[i]
+        s = max(arrival[i], free[k])
+        fixed = 0.0 + req_draw[i] + (overhead_ms if col_fallback[req_col[i]] else 0.0)
+        start[i] = s
+        finish[i] = s + fixed
+        core[i] = k
+        free[k] = s + fixed
+    return start, finish, core

@@ -1,0 +1,378 @@
+"""Runtime simulator: requests -> batches -> cores -> completions, with fallback and shared HBM.
+
+`simulate(config, table)` draws the request stream from the seed, plans the queues (placement,
+bucketing), runs the event loop in `model.runtime.kernel` and returns per-request and
+per-batch arrays plus the HBM demand timeline. Semantics are in model/runtime/README.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from model.runtime.inputs import RuntimeConfig
+from model.runtime.queues import (
+    QueuePlan,
+    ShapeColumns,
+    plan_queues,
+    shape_columns,
+    table_rows,
+)
+from model.runtime.workload import RequestStream, generate_requests
+from model.service import ServiceTable
+
+FIXED_DISPATCH = ("central-queue", "round-robin", "random")
+
+
+@dataclass(frozen=True)
+class RequestTrace:
+    """Per-request outcome, sorted by arrival. Times in ms.
+
+    Attributes:
+        arrival_ms, start_ms, finish_ms: arrival, service start (its batch's dispatch) and
+            completion.
+        ready_ms: when the request's batch was ready to go (full, or its timer expired).
+        seq_len: (N,) int64 runtime shape.
+        batch, core: (N,) int64 batch id and core that served it.
+        fallback: (N,) bool, the request's batch ran the generic (fallback) path.
+        stretch_ms: contention stretch of the request's batch.
+    Derived on first use: queue_wait_ms (start - arrival, batching wait included),
+    batching_wait_ms (the part until the batch was ready, or service start if sooner) and
+    service_ms (finish - start).
+    """
+
+    arrival_ms: np.ndarray
+    seq_len: np.ndarray
+    batch: np.ndarray
+    core: np.ndarray
+    start_ms: np.ndarray
+    finish_ms: np.ndarray
+    ready_ms: np.ndarray
+    fallback: np.ndarray
+    stretch_ms: np.ndarray
+
+    @cached_property
+    def queue_wait_ms(self) -> np.ndarray:
+        """start - arrival, ms (batching wait included)."""
+        return self.start_ms - self.arrival_ms
+
+    @cached_property
+    def batching_wait_ms(self) -> np.ndarray:
+        """Part of the queue wait until the batch was ready (full or timer), ms."""
+        wait = self.queue_wait_ms
+        return np.minimum(np.maximum(self.ready_ms - self.arrival_ms, 0.0), wait)
+
+    @cached_property
+    def service_ms(self) -> np.ndarray:
+        """finish - start, ms (stall, launch, compute, memory and contention stretch)."""
+        return self.finish_ms - self.start_ms
+
+
+@dataclass(frozen=True)
+class BatchTrace:
+    """Per-batch outcome (batch ids are arbitrary but consistent). Times in ms, traffic in bytes.
+
+    Attributes:
+        start_ms, ready_ms, memory_start_ms, finish_ms: dispatch, when the batch became ready
+            (full or timer), start of its memory phase, completion.
+        core, size: core and number of requests.
+        seq_len: padded shape the batch ran at (its largest request's shape).
+        fallback: ran the generic path.
+        stall_ms: compile stall paid (first batch of a new fallback shape, or waiting for it).
+        launch_ms, compute_ms, memory_ms: unstretched service parts (pinned distribution: the
+            draw is reported as compute_ms). With an all-compiled table given, fallback batches
+            report the compiled path's parts here and the difference in fallback_extra_ms.
+        fallback_extra_ms: extra time of the generic path over the compiled one (pinned
+            distribution: the dispatch overhead); 0 where unknown or not fallback.
+        stretch_ms: extra memory time from shared-HBM contention.
+        hbm_bytes, memory_bound_bytes, spill_bytes: traffic of the batch (0 when pinned).
+        launches: kernels launched (0 when pinned).
+    """
+
+    start_ms: np.ndarray
+    ready_ms: np.ndarray
+    memory_start_ms: np.ndarray
+    finish_ms: np.ndarray
+    core: np.ndarray
+    size: np.ndarray
+    seq_len: np.ndarray
+    fallback: np.ndarray
+    stall_ms: np.ndarray
+    launch_ms: np.ndarray
+    compute_ms: np.ndarray
+    memory_ms: np.ndarray
+    fallback_extra_ms: np.ndarray
+    stretch_ms: np.ndarray
+    hbm_bytes: np.ndarray
+    memory_bound_bytes: np.ndarray
+    spill_bytes: np.ndarray
+    launches: np.ndarray
+
+
+@dataclass(frozen=True)
+class HbmTimeline:
+    """Total requested HBM demand of the memory phases in flight, piecewise constant.
+
+    Attributes:
+        time_ms: (T,) change points, ascending (starts at 0).
+        demand_gbs: (T,) requested demand from time_ms[i] until time_ms[i+1], GB/s.
+        capacity_gbs: device bandwidth, GB/s (served traffic is min(demand, capacity)).
+    """
+
+    time_ms: np.ndarray
+    demand_gbs: np.ndarray
+    capacity_gbs: float
+
+
+@dataclass(frozen=True)
+class RuntimeResult:
+    """Everything one simulation produced.
+
+    Attributes:
+        config: the configuration simulated.
+        requests: per-request outcome.
+        batches: per-batch outcome.
+        hbm: HBM demand timeline.
+        stream: the request stream simulated (counterfactual runs reuse it).
+        first_measured: index of the first request statistics use (warm-up before it).
+        pinned: service came from a pinned distribution (no traffic, no launches).
+        fallback_cost_known: the generic path's extra time is known (pinned distribution, or
+            an all-compiled table was given).
+    """
+
+    config: RuntimeConfig
+    requests: RequestTrace
+    batches: BatchTrace
+    hbm: HbmTimeline
+    stream: RequestStream
+    first_measured: int
+    pinned: bool
+    fallback_cost_known: bool
+
+
+@dataclass(frozen=True)
+class KernelOutput:
+    """Raw per-batch arrays of one kernel run (see model.runtime.kernel), n_batches long."""
+
+    req_batch: np.ndarray
+    start: np.ndarray
+    ready: np.ndarray
+    memory_start: np.ndarray
+    finish: np.ndarray
+    core: np.ndarray
+    size: np.ndarray
+    col: np.ndarray
+    lead: np.ndarray
+    stall: np.ndarray
+    memory: np.ndarray
+    slowed: np.ndarray
+    timeline_ms: np.ndarray
+    timeline_demand: np.ndarray
+    identity: bool  # batch i is request i (the single-request FIFO path)
+
+
+def fifo_path_applies(config: RuntimeConfig, plan: QueuePlan, columns: ShapeColumns) -> bool:
+    """True when the run is single-request FIFO with fixed or pooled dispatch and nothing
+    state-dependent beyond it: pinned service, max_batch 1, no compile stall to pay."""
+    stalls = config.fallback.compile_stall_ms > 0 and bool(np.any(columns.fallback[plan.req_col]))
+    return (
+        config.service.source == "distribution"
+        and int(config.batch_policy.max_batch) == 1
+        and config.placement in FIXED_DISPATCH
+        and not stalls
+    )
+
+
+def run_kernel(
+    config: RuntimeConfig,
+    table: ServiceTable | None,
+    columns: ShapeColumns,
+    plan: QueuePlan,
+    stream: RequestStream,
+    *,
+    allow_fifo: bool = True,
+) -> KernelOutput:
+    """Run the event loop (or, where it applies, the equivalent single-request FIFO loop)."""
+    from model.runtime.kernel import fifo_kernel, simulate_kernel  # numba loads only here
+
+    arrival = np.ascontiguousarray(stream.arrival_ms, dtype=np.float64)
+    draws = np.ascontiguousarray(stream.service_draw_ms, dtype=np.float64)
+    fallback = np.ascontiguousarray(columns.fallback, dtype=np.bool_)
+    overhead_ms = float(config.fallback.dispatch_overhead_us) / 1000.0
+    n = len(arrival)
+    if allow_fifo and fifo_path_applies(config, plan, columns):
+        pooled = config.placement == "central-queue"
+        start, finish, core = fifo_kernel(
+            arrival, plan.req_base, plan.req_col, draws, fallback, overhead_ms,
+            int(config.hardware.cores), pooled,
+        )  # fmt: skip
+        zeros = np.zeros(n)  # lazily allocated by the OS: free until written
+        ids = np.arange(n, dtype=np.int64)
+        return KernelOutput(
+            req_batch=ids,
+            start=start,
+            ready=arrival,
+            memory_start=finish,
+            finish=finish,
+            core=core,
+            size=np.broadcast_to(np.int64(1), (n,)),  # read-only view, no memory
+            col=plan.req_col,
+            lead=ids,
+            stall=zeros,
+            memory=zeros,
+            slowed=np.zeros(n, np.bool_),
+            timeline_ms=np.zeros(1),
+            timeline_demand=np.zeros(1),
+            identity=True,
+        )
+    big_b = int(config.batch_policy.max_batch)
+    if table is None:
+        size_row = np.zeros(big_b + 1, dtype=np.int64)
+        grids = [np.zeros((1, len(columns.shapes))) for _ in range(4)]
+    else:
+        size_row = table_rows(table, big_b)
+        parts = (table.launch_ms, table.compute_bound_ms, table.memory_bound_ms)
+        parts += (table.memory_bound_bytes,)
+        grids = [np.ascontiguousarray(x, dtype=np.float64) for x in parts]
+    out = simulate_kernel(
+        arrival, plan.req_col, plan.req_sub, plan.req_base, plan.req_est_ms, draws,
+        plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
+        plan.lane_core_idx, big_b, float(config.batch_policy.max_queue_delay_ms),
+        table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
+        overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6,
+    )  # fmt: skip
+    nb, n_tl = int(out[13]), int(out[16])
+    if np.any(out[0] < 0):
+        raise RuntimeError("runtime kernel left requests unserved (empty core set?)")
+    view = [x[:nb] for x in out[1:13]]  # views: no copies of the per-batch arrays
+    timeline = (out[14][:n_tl], out[15][:n_tl])
+    return KernelOutput(out[0], *view[:9], view[10], view[11], *timeline, identity=False)
+
+
+def simulate(
+    config: RuntimeConfig,
+    table: ServiceTable | None = None,
+    *,
+    all_compiled_table: ServiceTable | None = None,
+    stream: RequestStream | None = None,
+    allow_fifo: bool = True,
+) -> RuntimeResult:
+    """Simulate one run.
+
+    Args:
+        config: the run's inputs (seed included).
+        table: service-time table (required when `config.service.source` is `model`).
+        all_compiled_table: optional table of the same plan with every shape compiled; gives
+            the generic path's extra cost over the compiled path (fallback_extra_ms).
+        stream: pre-drawn requests (the counterfactuals reuse them); drawn from the seed if None.
+        allow_fifo: use the single-request FIFO loop where it applies (same results; tests
+            switch it off to compare).
+    """
+    pinned = config.service.source == "distribution"
+    if not pinned and table is None:
+        raise ValueError("service.source is model but no service table was given")
+    if pinned:
+        table = None
+    if stream is None:
+        stream = generate_requests(config.workload, config.service, config.seed)
+    columns = shape_columns(config, table)
+    plan = plan_queues(config, columns, stream)
+    out = run_kernel(config, table, columns, plan, stream, allow_fifo=allow_fifo)
+    batches = _batch_trace(config, table, all_compiled_table, columns, stream, out)
+    return RuntimeResult(
+        config=config,
+        requests=_request_trace(stream, out, batches),
+        batches=batches,
+        hbm=HbmTimeline(
+            time_ms=out.timeline_ms,
+            demand_gbs=out.timeline_demand / 1e6,
+            capacity_gbs=float(config.hardware.hbm_gbs),
+        ),
+        stream=stream,
+        first_measured=int(config.workload.warmup_fraction * len(stream.arrival_ms)),
+        pinned=pinned,
+        fallback_cost_known=pinned or all_compiled_table is not None,
+    )
+
+
+def _batch_trace(config, table, all_compiled_table, columns, stream, out: KernelOutput):
+    """Per-batch arrays from the kernel's output plus table look-ups of the service parts."""
+    nb = len(out.start)
+    fallback = columns.fallback[out.col]
+    zeros = np.zeros(nb)  # lazily allocated by the OS: free until written
+    if table is None:
+        overhead = config.fallback.dispatch_overhead_us / 1000.0
+        launch, memory = zeros, zeros
+        compute = stream.service_draw_ms if out.identity else stream.service_draw_ms[out.lead]
+        extra = fallback * overhead if overhead > 0 else zeros
+        traffic = (zeros, zeros, zeros, np.zeros(nb, np.int64))
+    else:
+        row = table_rows(table, int(config.batch_policy.max_batch))[out.size]
+        launch = table.launch_ms[row, out.col]
+        compute = table.compute_bound_ms[row, out.col]
+        memory = out.memory
+        extra = zeros
+        if all_compiled_table is not None and np.any(fallback):
+            ideal = all_compiled_table
+            if not np.array_equal(ideal.shapes, table.shapes):
+                raise ValueError("the all-compiled service table has other shape columns")
+            irow = table_rows(ideal, int(config.batch_policy.max_batch))[out.size]
+            parts = (ideal.launch_ms, ideal.compute_bound_ms, ideal.memory_bound_ms)
+            ideal_parts = [np.asarray(p)[irow, out.col] for p in parts]
+            generic_total = launch + compute + memory
+            launch = np.where(fallback, ideal_parts[0], launch)
+            compute = np.where(fallback, ideal_parts[1], compute)
+            memory = np.where(fallback, ideal_parts[2], memory)
+            extra = np.where(fallback, generic_total - (launch + compute + memory), 0.0)
+        traffic = (
+            table.hbm_bytes[row, out.col],
+            table.memory_bound_bytes[row, out.col],
+            table.spill_bytes[row, out.col],
+            table.launches[row, out.col],
+        )
+    if table is None or not np.any(out.slowed):
+        stretch = zeros
+    else:  # only phases that ever ran slowed: elsewhere the difference is rounding noise
+        stretched = np.maximum(0.0, (out.finish - out.memory_start) - out.memory)
+        stretch = np.where(out.slowed, stretched, 0.0)
+    return BatchTrace(
+        start_ms=out.start,
+        ready_ms=out.ready,
+        memory_start_ms=out.memory_start,
+        finish_ms=out.finish,
+        core=out.core,
+        size=out.size,
+        seq_len=stream.seq_len if out.identity else columns.shapes[out.col],
+        fallback=fallback,
+        stall_ms=out.stall,
+        launch_ms=np.asarray(launch, np.float64),
+        compute_ms=np.asarray(compute, np.float64),
+        memory_ms=np.asarray(memory, np.float64),
+        fallback_extra_ms=np.asarray(extra, np.float64),
+        stretch_ms=stretch,
+        hbm_bytes=np.asarray(traffic[0], np.float64),
+        memory_bound_bytes=np.asarray(traffic[1], np.float64),
+        spill_bytes=np.asarray(traffic[2], np.float64),
+        launches=np.asarray(traffic[3], np.int64),
+    )
+
+
+def _request_trace(stream: RequestStream, out: KernelOutput, batches: BatchTrace):
+    """Per-request arrays: gathers from the batches (none needed on the FIFO path)."""
+
+    def per_request(x):
+        return x if out.identity else x[out.req_batch]
+
+    return RequestTrace(
+        arrival_ms=stream.arrival_ms,
+        seq_len=stream.seq_len,
+        batch=out.req_batch,
+        core=per_request(batches.core),
+        start_ms=per_request(batches.start_ms),
+        finish_ms=per_request(batches.finish_ms),
+        ready_ms=per_request(batches.ready_ms),
+        fallback=per_request(batches.fallback),
+        stretch_ms=per_request(batches.stretch_ms),
+    )

@@ -1,0 +1,126 @@
+"""Hardware envelopes from packets and hardware YAML files, with the same clear errors as packets.
+
+A hardware file (`format: handoff-hardware/1`) names a `preset` to start from (optional) and
+overrides any envelope field; without a preset it must give the required fields and the rest
+are derived (model/compiler/hardware.py `HardwareEnvelope.from_fields`). `workbench telemetry
+calibrate` writes these files; a packet references one with `inputs.hardware.file`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, create_model
+
+from model.compiler.hardware import HardwareEnvelope, preset
+
+from .dump import dump_yaml
+from .errors import PacketError, Problem
+from .fields import Text, choice
+from .files import read_file_bytes
+from .messages import problems_from_validation
+from .schema import ENVELOPE_FIELDS, Strict, envelope_overrides
+from .strict_yaml import LoadedYaml, load_yaml
+
+HARDWARE_FORMAT = "handoff-hardware/1"
+
+HardwareFile = create_model(
+    "HardwareFile",
+    __base__=Strict,
+    __doc__="A hardware envelope file: a base preset (optional) and field overrides.",
+    format=(choice(HARDWARE_FORMAT), ...),
+    name=(Text, ...),
+    preset=(Text | None, None),
+    source=(Text | None, Field(default=None, description="Where the figures come from.")),
+    **ENVELOPE_FIELDS,
+)
+
+_FIELD_IN_MESSAGE = re.compile(r"^(?:hardware(?:\.preset)?\.)?([a-z_]+)\b")
+
+
+def envelope_from(
+    name: str, base: str | None, overrides: dict[str, Any], source: str | None = None
+) -> HardwareEnvelope:
+    """A preset with overrides, or an envelope built from fields alone (ValueError if bad)."""
+    if base is not None:
+        envelope = preset(base, **overrides)
+        if name != base:
+            envelope = envelope.with_overrides(name=name)
+    else:
+        envelope = HardwareEnvelope.from_fields(name=name, **overrides)
+    return envelope.with_overrides(source=source) if source else envelope
+
+
+def _problem(exc: ValueError, file: str, loaded: LoadedYaml | None, base: tuple) -> Problem:
+    """Locate a model ValueError ('hardware.hbm_gbs must be ...') at its field."""
+    message = str(exc)
+    match = _FIELD_IN_MESSAGE.match(message.removeprefix("hardware: "))
+    known = {f.name for f in fields(HardwareEnvelope)} | {"preset"}
+    path = base
+    if match and match.group(1) in known:
+        path = (*base, match.group(1))
+        if "preset" in message.split(":")[0]:
+            path = (*base, "preset")
+    line = loaded.line_of(path) if loaded else 0
+    return Problem(file, line, path, message)
+
+
+def load_hardware_file(path: Path) -> HardwareEnvelope:
+    """Read and validate a hardware file (UsageError if unreadable, PacketError if invalid)."""
+    raw = read_file_bytes(path)
+    name = str(path)
+    loaded = load_yaml(raw, name)
+    data = loaded.data
+    if not isinstance(data, dict):
+        raise PacketError.single(name, 1, (), "a hardware file is a YAML mapping of fields")
+    if data.get("format") != HARDWARE_FORMAT:
+        raise PacketError.single(
+            name,
+            loaded.line_of(("format",)),
+            ("format",),
+            f"expected format {HARDWARE_FORMAT}, got {data.get('format')!r}",
+        )
+    try:
+        spec = HardwareFile.model_validate(data)
+    except ValidationError as exc:
+        raise PacketError(problems_from_validation(HardwareFile, exc, loaded, name)) from None
+    try:
+        return envelope_from(spec.name, spec.preset, envelope_overrides(spec), spec.source)
+    except ValueError as exc:
+        raise PacketError([_problem(exc, name, loaded, ())]) from None
+
+
+def resolve_hardware(
+    section: Any, base_dir: Path | None, file: str = "<packet>", loaded: LoadedYaml | None = None
+) -> HardwareEnvelope:
+    """The envelope a packet's `inputs.hardware` section describes (PacketError if invalid)."""
+    where = ("inputs", "hardware")
+    overrides = envelope_overrides(section)
+    try:
+        if section.file is not None:
+            target = Path(section.file)
+            if not target.is_absolute() and base_dir is not None:
+                target = base_dir / target
+            envelope = load_hardware_file(target)
+            envelope = envelope.with_overrides(**overrides) if overrides else envelope
+            return envelope.with_overrides(source=section.source) if section.source else envelope
+        name = section.preset or "custom"
+        return envelope_from(name, section.preset, overrides, section.source)
+    except ValueError as exc:
+        raise PacketError([_problem(exc, file, loaded, where)]) from None
+
+
+def dump_hardware(envelope: HardwareEnvelope, base: str | None = None) -> bytes:
+    """A hardware file for `envelope`: every field written out (so it stands alone)."""
+    data: dict[str, Any] = {"format": HARDWARE_FORMAT, "name": envelope.name}
+    if base is not None:
+        data["preset"] = base
+    if envelope.source:
+        data["source"] = envelope.source
+    for name in ENVELOPE_FIELDS:
+        value = getattr(envelope, name)
+        data[name] = dict(sorted(value.items())) if name == "peak_tflops" else value
+    return dump_yaml(data)

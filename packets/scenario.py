@@ -1,0 +1,205 @@
+"""From a packet to the model's inputs: envelope, block, compiled plan and runtime configuration.
+
+A `Scenario` is one configuration of a packet (the baseline or a candidate) at one seed and
+request count, ready to simulate. Everything the model needs is derived here, once, so the
+command line and the app run exactly the same thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import HardwareEnvelope
+from model.compiler.service_table import FallbackPolicy, build_service_table
+from model.runtime.inputs import (
+    SLA,
+    Arrivals,
+    BatchPolicy,
+    Fallback,
+    RuntimeConfig,
+    RuntimeHardware,
+    ServiceSpec,
+    ShapeMix,
+    Workload,
+)
+from model.service import ServiceTable
+
+from .candidates import BASELINE, resolve_config, resolve_dtype
+from .checks import resolve_relative
+from .hardware_file import resolve_hardware
+from .schema import Block, Config, DistributionService, Packet
+from .trace import read_trace
+
+if TYPE_CHECKING:
+    from .load import LoadedPacket
+
+
+def block_spec(block: Block, dtype: str) -> BlockSpec:
+    """The model's block; dimensions a kind does not use are set to 1 (they are never read)."""
+    return BlockSpec(
+        kind=block.kind,
+        phase=block.phase,
+        dtype=dtype,
+        hidden=block.hidden,
+        heads=block.heads or 1,
+        kv_heads=block.kv_heads or 1,
+        head_dim=block.head_dim or 1,
+        ffn_hidden=block.ffn_hidden or 1,
+        layers=block.layers,
+    )
+
+
+def fusion_spec(config: Config) -> str | list[list[str]]:
+    """The fusion plan as the model takes it: a preset name or op groups."""
+    return config.fusion if isinstance(config.fusion, str) else [list(g) for g in config.fusion]
+
+
+def tile_spec(config: Config) -> dict[str, dict[str, int]]:
+    """Explicit tiles per op (ops set to `auto`, or absent, are autotuned)."""
+    return {
+        op: tile.model_dump()
+        for op, tile in sorted(config.tiles.items())
+        if not isinstance(tile, str)
+    }
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One runnable configuration of a packet.
+
+    Attributes:
+        packet: the packet.
+        candidate: candidate name, or 'baseline'.
+        config: the packet's configuration after the candidate's overrides.
+        hardware: the resolved hardware envelope.
+        block: the model block (in the configuration's precision).
+        runtime: the runtime simulator's configuration (seed and request count applied).
+    """
+
+    packet: Packet
+    candidate: str
+    config: Config
+    hardware: HardwareEnvelope
+    block: BlockSpec
+    runtime: RuntimeConfig
+
+    @property
+    def uses_model(self) -> bool:
+        """True when service times come from the compile-plan model (not a pinned distribution)."""
+        return not isinstance(self.config.service, DistributionService)
+
+    @property
+    def fallback_policy(self) -> FallbackPolicy:
+        return FallbackPolicy(
+            self.config.fallback.compile_stall_ms, self.config.fallback.dispatch_overhead_us
+        )
+
+    def _table(self, compiled: list[int]) -> ServiceTable:
+        return build_service_table(
+            self.block,
+            self.hardware,
+            fusion_spec(self.config),
+            tile_spec(self.config),
+            compiled,
+            self.fallback_policy,
+            list(range(1, self.config.batch_policy.max_batch + 1)),
+            sorted(self.runtime.workload.shapes.values),
+        )
+
+    @cached_property
+    def service_table(self) -> ServiceTable | None:
+        """Batch x shape service times of the compiled plan (None for pinned distributions)."""
+        return self._table(list(self.config.compiled_shapes.seq_len)) if self.uses_model else None
+
+    @cached_property
+    def all_compiled_table(self) -> ServiceTable | None:
+        """The same plan with every drawn shape compiled: the no-fallback counterfactual."""
+        if not self.uses_model:
+            return None
+        shapes = set(self.config.compiled_shapes.seq_len) | set(self.runtime.workload.shapes.values)
+        return self._table(sorted(shapes))
+
+
+def runtime_config(
+    packet: Packet,
+    config: Config,
+    hardware: HardwareEnvelope,
+    trace_ms=None,
+) -> RuntimeConfig:
+    """The runtime simulator's inputs for a packet configuration."""
+    workload = packet.inputs.workload
+    arrivals = workload.arrivals
+    service = config.service
+    return RuntimeConfig(
+        workload=Workload(
+            arrivals=Arrivals(
+                process=arrivals.process,
+                rate_per_s=arrivals.rate_per_s,
+                cv=arrivals.cv if arrivals.cv is not None else 1.0,
+                trace_ms=trace_ms,
+            ),
+            shapes=ShapeMix(
+                tuple(workload.shapes.seq_len.values), tuple(workload.shapes.seq_len.weights)
+            ),
+            requests=workload.requests,
+            warmup_fraction=workload.warmup_fraction,
+        ),
+        hardware=RuntimeHardware(cores=hardware.cores, hbm_gbs=hardware.hbm_gbs),
+        batch_policy=BatchPolicy(
+            config.batch_policy.max_batch,
+            config.batch_policy.max_queue_delay_ms,
+            config.batch_policy.bucketing,
+        ),
+        placement=config.placement,
+        service=(
+            ServiceSpec("distribution", service.dist, service.mean_ms, service.cv)
+            if isinstance(service, DistributionService)
+            else ServiceSpec("model")
+        ),
+        compiled_shapes=tuple(config.compiled_shapes.seq_len),
+        fallback=Fallback(config.fallback.compile_stall_ms, config.fallback.dispatch_overhead_us),
+        sla=SLA(
+            packet.inputs.sla.p95_ms,
+            packet.inputs.sla.p99_ms,
+            packet.inputs.sla.min_throughput_per_s,
+        ),
+        seed=packet.seed,
+    )
+
+
+def build_scenario(
+    loaded: LoadedPacket,
+    candidate: str | None = None,
+    *,
+    seed: int | None = None,
+    requests: int | None = None,
+    config: Config | None = None,
+) -> Scenario:
+    """The scenario for `candidate` (default: the baseline), optionally at another seed or
+    request count, or for an edited `config` (the app's lab). KeyError for an unknown candidate.
+    """
+    packet = loaded.packet
+    name = candidate or BASELINE
+    config = config if config is not None else resolve_config(packet, candidate)
+    dtype = resolve_dtype(packet, candidate)
+    hardware = resolve_hardware(packet.inputs.hardware, loaded.base_dir, loaded.name, loaded.yaml)
+    trace = None
+    if packet.inputs.workload.arrivals.process == "trace":
+        path = resolve_relative(packet.inputs.workload.arrivals.trace, loaded.base_dir)
+        trace = read_trace(Path(path))
+    runtime = runtime_config(packet, config, hardware, trace)
+    changes = {}
+    if seed is not None:
+        changes["seed"] = seed
+    if requests is not None:
+        changes["workload"] = dataclasses.replace(runtime.workload, requests=requests)
+    if changes:
+        runtime = dataclasses.replace(runtime, **changes)
+    return Scenario(
+        packet, name, config, hardware, block_spec(packet.inputs.workload.block, dtype), runtime
+    )

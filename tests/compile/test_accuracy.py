@@ -1,0 +1,93 @@
+"""The model against real A100 measurements (shared data; a missing file fails, never skips)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from model.compiler.accuracy import accuracy_report, predict_kernels, report_markdown
+from model.compiler.hardware import preset
+from model.compiler.measured import load_measured
+
+A100 = preset("a100-sxm")
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, dict]:
+    return {name: accuracy_report(load_measured(name), A100)
+            for name in ("gemm", "attention", "layer_ops")}  # fmt: skip
+
+
+def test_gemm_rows_meet_the_target_and_beat_the_naive_roofline(reports) -> None:
+    gemm = reports["gemm"]
+    assert gemm["rows"] == 9240 and gemm["implausible_rows"] == 0
+    assert gemm["mdape"] <= 0.12
+    assert gemm["naive_roofline"]["mdape"] == pytest.approx(0.52, abs=0.01)  # the README's 52%
+    assert gemm["mdape"] < gemm["naive_roofline"]["mdape"] / 4
+    assert 0.9 < gemm["median_ratio"] < 1.1
+
+
+def test_layer_ops_meet_the_target(reports) -> None:
+    layer = reports["layer_ops"]
+    assert layer["mdape"] <= 0.12
+    assert layer["by_op"]["gemm"]["mdape"] <= 0.12
+    assert layer["by_op"]["gemm"]["naive_mdape"] == pytest.approx(0.33, abs=0.01)
+    for op in ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj"):
+        assert layer["by_layer_op"][op]["mdape"] <= 0.12, op
+    assert layer["mdape"] < layer["naive_roofline"]["mdape"] / 3
+
+
+def test_attention_meets_the_target_and_flags_the_suspect_decode_rows(reports) -> None:
+    attention = reports["attention"]
+    assert attention["mdape"] <= 0.25
+    assert attention["by_op"]["attention_prefill"]["mdape"] <= 0.12
+    # the README: about 7% of decode rows imply more than peak HBM bandwidth
+    decode_rows = 5026
+    assert 0.05 * decode_rows < attention["implausible_rows"] < 0.09 * decode_rows
+    assert attention["rows"] + attention["implausible_rows"] == 9890
+
+
+def test_report_has_the_documented_keys_and_renders(reports) -> None:
+    report = reports["layer_ops"]
+    for key in ("rows", "mdape", "mape", "p90_ape", "median_ratio", "implausible_rows", "by_op",
+                "by_layer_op", "by_kind", "worst", "naive_roofline"):  # fmt: skip
+        assert key in report
+    worst = report["worst"]
+    assert len(worst) == 10 and worst[0]["ape"] >= worst[-1]["ape"]
+    text = report_markdown(report)
+    assert "| op=gemm |" in text and "Worst rows" in text
+
+
+def test_predictions_are_vectorized_and_follow_row_order() -> None:
+    frame = load_measured("gemm").head(200)
+    shuffled = frame.reverse()
+    assert np.array_equal(predict_kernels(shuffled, A100), predict_kernels(frame, A100)[::-1])
+
+
+def test_implausible_rows_are_counted_and_excluded() -> None:
+    frame = load_measured("gemm").head(50)
+    fast = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) < 3).then(1e-6).otherwise(pl.col("latency_us"))
+        .alias("latency_us")
+    )  # fmt: skip
+    report = accuracy_report(fast, A100)
+    assert report["implausible_rows"] == 3 and report["rows"] == 47
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (pl.DataFrame({"op": ["gemm"], "dtype": ["bf16"]}), "missing column 'latency_us'"),
+        (pl.DataFrame({"op": ["conv"], "dtype": ["bf16"], "latency_us": [1.0]}),
+         "row 0: op 'conv'"),
+        (pl.DataFrame({"op": ["gemm"], "dtype": ["bf16"], "latency_us": [1.0], "m": [4],
+                       "n": [0], "k": [8]}), "row 0: gemm needs n >= 1, got 0"),
+        (pl.DataFrame({"op": ["elementwise"], "dtype": ["bf16"], "latency_us": [1.0],
+                       "kind": ["gelu"], "rows": [1], "cols": [8]}), "row 0: elementwise needs kind"),
+        (pl.DataFrame({"op": ["gemm"], "dtype": ["fp4"], "latency_us": [1.0]}), "dtype 'fp4'"),
+    ],
+)  # fmt: skip
+def test_bad_telemetry_names_row_and_field(frame, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        predict_kernels(frame, A100)

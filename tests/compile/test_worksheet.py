@@ -1,0 +1,56 @@
+"""The worksheet's stable JSON form and its markdown rendering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model.compiler.blocks import BlockSpec
+from model.compiler.hardware import preset
+from model.compiler.worksheet import SCHEMA, worksheet, worksheet_markdown
+
+KERNEL_KEYS = {
+    "ops", "tiles", "launches", "flops", "exec_flops", "hbm_bytes", "spill_bytes", "reuse_ratio",
+    "sram_kib", "sram_capacity_kib", "launch_us", "device_us", "time_us", "avg_hbm_gbs",
+    "peak_hbm_gbs", "bound", "baseline_ops", "baseline_bound", "baseline_bounds",
+    "bottleneck_shift",
+}  # fmt: skip
+TOTAL_KEYS = {
+    "launches_per_block", "baseline_launches_per_block", "launch_overhead_saved_us", "hbm_bytes",
+    "baseline_hbm_bytes", "hbm_bytes_saved", "spill_bytes", "block_time_us",
+    "baseline_block_time_us", "request_time_us", "baseline_request_time_us",
+}  # fmt: skip
+
+
+def test_worksheet_json_is_plain_stable_and_consistent() -> None:
+    block = BlockSpec("llama-decoder", "decode", "bf16", 4096, 32, 8, 128, 14336, 32)
+    args = (block, preset("npu-8c"), "aggressive", {}, 8, 1024)
+    sheet = worksheet(*args)
+    text = json.dumps(sheet, sort_keys=True)
+    assert json.dumps(worksheet(*args), sort_keys=True) == text  # deterministic
+    assert json.loads(text) == sheet  # plain types only
+    assert sheet["schema"] == SCHEMA
+    assert set(sheet["totals"]) == TOTAL_KEYS
+    for kernel in sheet["kernels"]:
+        assert set(kernel) == KERNEL_KEYS
+        assert kernel["time_us"] == pytest.approx(kernel["launch_us"] + kernel["device_us"])
+    totals = sheet["totals"]
+    assert totals["block_time_us"] == pytest.approx(sum(k["time_us"] for k in sheet["kernels"]))
+    assert totals["request_time_us"] == pytest.approx(32 * totals["block_time_us"])
+    assert totals["hbm_bytes_saved"] == pytest.approx(
+        totals["baseline_hbm_bytes"] - totals["hbm_bytes"]
+    )
+    # the fused MLP's resident panel (8 rows x 14,336 x 2 bytes + staging) overflows 256 KiB
+    mlp = sheet["kernels"][-1]
+    assert mlp["ops"][0] == "mlp_norm" and mlp["spill_bytes"] > 0
+    assert mlp["sram_kib"] > mlp["sram_capacity_kib"]
+    text = worksheet_markdown(sheet)
+    assert "| 2 | mlp_norm + gate_up_proj + silu_mul + down_proj + mlp_residual |" in text
+    assert "Launches per block: 3 (baseline 11)" in text
+
+
+def test_worksheet_rejects_bad_points() -> None:
+    block = BlockSpec("mlp", "decode", "bf16", 4096, 32, 8, 128, 14336)
+    with pytest.raises(ValueError, match="batch and seq_len must be whole numbers >= 1"):
+        worksheet(block, preset("a100-sxm"), "standard", {}, 0, 128)

@@ -1,0 +1,61 @@
+"""`workbench run PACKET`: simulate one configuration; tail first, or the JSON contract."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from packets.errors import UsageError
+from packets.load import load_packet
+from packets.runs import run_packet
+
+from ..render import run_text
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2^63), got {value}")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="simulate the baseline or a candidate",
+        description="Simulate one configuration of a packet with its seed (or --seed) and "
+        "print the tail first (p99, p95, then p50/mean), the SLA verdict and the bottleneck.",
+    )
+    p.add_argument("packet", type=Path, metavar="PACKET")
+    p.add_argument("--candidate", metavar="NAME", help="a candidate (default: the baseline)")
+    p.add_argument("--seed", type=seed_int, help="override the packet's seed")
+    p.add_argument("--requests", type=positive_int, help="override the request count")
+    p.add_argument("--json", action="store_true", help="print the JSON contract")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_packet(args.packet)
+    try:
+        report = run_packet(loaded, args.candidate, seed=args.seed, requests=args.requests)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    if args.json:
+        print(json.dumps(report.summary, indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        print(run_text(report.summary))
+    return 0
