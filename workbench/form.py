@@ -26,6 +26,7 @@ Kind = Literal["integer", "number", "text", "choice", "bool", "numbers", "mappin
 
 # Units by field-name suffix (the schema puts units in names: packets/schema.py).
 UNIT_SUFFIXES = (
+    ("_tflops", "TFLOP/s"),
     ("_kib_per_unit", "KiB"),
     ("_per_s", "/s"),
     ("_ms", "ms"),
@@ -34,7 +35,7 @@ UNIT_SUFFIXES = (
     ("_kib", "KiB"),
     ("_mib", "MiB"),
 )
-UNIT_BY_NAME = {"peak_tflops": "TFLOP/s", "clock_scale": "x"}
+UNIT_BY_NAME = {"clock_scale": "x"}
 
 SECTION_TITLES = {
     "workload": "Workload profile",

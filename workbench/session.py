@@ -15,14 +15,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import ValidationError
-
-from packets.checks import semantic_problems
 from packets.dump import dump_packet
-from packets.errors import Problem, UsageError, dotted
+from packets.errors import PacketError, Problem, UsageError, dotted
 from packets.files import atomic_write
-from packets.load import LoadedPacket
-from packets.messages import problems_from_validation
+from packets.load import LoadedPacket, check_packet_data
 from packets.schema import Packet
 
 Path_ = tuple[str | int, ...]
@@ -81,13 +77,6 @@ def open_working(loaded: LoadedPacket, source: Path | None) -> WorkingPacket:
     )
 
 
-class _NoLines:
-    """Stands in for the YAML line map: an edited packet has no source lines."""
-
-    def line_of(self, path: Path_) -> int:
-        return 0
-
-
 def _set_in(data: Any, path: Path_, value: Any) -> None:
     for part in path[:-1]:
         data = data[part]
@@ -100,25 +89,6 @@ def _set_in(data: Any, path: Path_, value: Any) -> None:
         data[path[-1]] = value
 
 
-@dataclass(frozen=True)
-class Checked:
-    """A packet that passed every check, with its warnings."""
-
-    packet: Packet
-    warnings: tuple[Problem, ...]
-
-
-def check_packet(data: dict[str, Any], name: str, base_dir: Path | None) -> Checked | list[Problem]:
-    """Validate packet data exactly as a file is: Checked, or every error found."""
-    try:
-        packet = Packet.model_validate(data)
-    except ValidationError as exc:
-        return problems_from_validation(Packet, exc, _NoLines(), name)  # type: ignore[arg-type]
-    problems = semantic_problems(packet, None, name, base_dir)
-    errors = [p for p in problems if p.severity == "error"]
-    return errors or Checked(packet, tuple(p for p in problems if p.severity != "error"))
-
-
 def _most_relevant(problems: list[Problem], path: Path_) -> Problem:
     """The problem at the edited field if any, else the first one, its message naming where."""
     for problem in problems:
@@ -129,7 +99,8 @@ def _most_relevant(problems: list[Problem], path: Path_) -> Problem:
 
 
 def apply_edit(working: WorkingPacket, path: Path_, value: Any) -> WorkingPacket | Problem:
-    """Set the field at `path` to `value` (None removes it, so its default applies).
+    """Set the field at `path` to `value` (None removes it, so its default applies), checked
+    exactly as a packet file is (`packets.load.check_packet_data`).
 
     Returns the new WorkingPacket, with warnings recomputed and any pending text for the field
     cleared, or the Problem saying why the edit is refused (the packet is then unchanged).
@@ -139,16 +110,12 @@ def apply_edit(working: WorkingPacket, path: Path_, value: Any) -> WorkingPacket
         _set_in(data, path, value)
     except (KeyError, IndexError, TypeError):
         return Problem(working.name, 0, path, "no such field in this packet")
-    checked = check_packet(data, working.name, working.base_dir)
-    if isinstance(checked, list):
-        return _most_relevant(checked, path)
+    try:
+        packet, warnings = check_packet_data(data, working.name, working.base_dir)
+    except PacketError as exc:
+        return _most_relevant(exc.problems, path)
     pending = {k: v for k, v in working.pending.items() if k != dotted(path)}
-    return replace(
-        working,
-        packet=checked.packet,
-        warnings=checked.warnings,
-        pending=MappingProxyType(pending),
-    )
+    return replace(working, packet=packet, warnings=warnings, pending=MappingProxyType(pending))
 
 
 def set_pending(working: WorkingPacket, path: Path_, text: str | None) -> WorkingPacket:
