@@ -12,7 +12,6 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -27,10 +26,9 @@ from textual.timer import Timer
 from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
 
-from . import drafts
+from . import drafts, keys
 from .keymap import keymap_path, load_keymap
 from .palette import PaletteCommand, WorkbenchCommands
-from .screens.base import StepScreen
 from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
 from .session import (
     WorkingPacket,
@@ -43,8 +41,6 @@ from .session import (
 from .stall import StallMonitor
 from .steps import Progress, Step, default_steps
 from .theming import apply_theme, load_themes
-from .widgets.field_editor import FieldEditor
-from .widgets.number_field import NumberField
 from .widgets.step_list import StepRow
 
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
@@ -398,63 +394,16 @@ class WorkbenchApp(App[int]):
         self.save_draft_now()
         self.exit(0)
 
-    # --- bindings, help and palette --------------------------------------------------------
-
-    def binding_owners(self) -> list[tuple[str, Iterable[BindingType]]]:
-        """Every place the workbench defines keys, with a name for the help screen."""
-        jumps = [
-            b
-            for bs in self._bindings.key_to_bindings.values()
-            for b in bs
-            if b.id and b.id.startswith("goto-")
-        ]
-        return [
-            ("everywhere", self.BINDINGS),
-            ("everywhere", jumps),
-            ("step screens", StepScreen.BINDINGS),
-            ("fields", FieldEditor.BINDINGS),
-            ("number fields", NumberField.BINDINGS),
-            ("help", HelpScreen.BINDINGS),
-            ("draft dialog", RecoverScreen.BINDINGS),
-        ]
-
-    def _bindings_of(self, owner: Iterable[BindingType]) -> list[Binding]:
-        return [b for b in owner if isinstance(b, Binding)]
+    # --- bindings, help and palette (generated from the bindings: workbench/keys.py) -------
 
     def binding_ids(self) -> list[str]:
         """Every binding id a keymap may remap."""
-        return [
-            b.id for _, owner in self.binding_owners() for b in self._bindings_of(owner) if b.id
-        ]
-
-    def key_display(self, binding: Binding) -> str:
-        """The key(s) a binding is on now (keymap applied), as shown to users."""
-        keys = self._keymap.get(binding.id, binding.key) if binding.id else binding.key
-        return " / ".join(self.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
+        return keys.binding_ids(self)
 
     def help_rows(self) -> list[KeyRow]:
-        """The help screen's table: generated from the bindings, keymap applied."""
-        return [
-            KeyRow(where, self.key_display(b), b.description or b.action, b.id or "")
-            for where, owner in self.binding_owners()
-            for b in self._bindings_of(owner)
-        ]
+        """The help screen's table, keymap applied."""
+        return keys.help_rows(self)
 
     def palette_commands(self, screen: Screen) -> list[PaletteCommand]:
-        """Palette entries: the app's and the screen's actions, the steps, the themes."""
-        commands = []
-        for owner, node in ((self.BINDINGS, self), (type(screen).BINDINGS, screen)):
-            for b in self._bindings_of(owner):
-                if b.action == "command_palette" or not b.description:
-                    continue
-                run = partial(self.run_action, b.action, node)
-                commands.append(PaletteCommand(b.description, self.key_display(b), run))
-        unique = {c.title: c for c in commands}
-        for number, step in enumerate(self.steps, start=1):
-            title = f"Go to step {number}: {step.title}"
-            unique[title] = PaletteCommand(title, step.purpose, partial(self.goto_step, step.id))
-        for name in self.workbench_themes():
-            unique[f"Theme: {name}"] = PaletteCommand(
-                f"Theme: {name}", "Switch the colour theme", partial(self.set_theme, name)
-            )
-        return list(unique.values())
+        """Palette entries for `screen`: actions, steps, themes."""
+        return keys.palette_commands(self, screen)
