@@ -100,8 +100,8 @@ class WorkbenchApp(App[int]):
         self.set_reactive(WorkbenchApp.working, working)
         self.draft_settled = False
         """False while an earlier draft awaits the user's decision: nothing may overwrite it."""
-        self.draft_note = ""
-        """A line for the command line to print after exit (where unsaved edits were kept)."""
+        self.exit_notes: dict[str, str] = {}
+        """Lines for the command line to print after exit (where unsaved edits were kept...)."""
         self._startup_warnings: list[str] = []
         self._overwrite_armed = False
         self._exit_deadline: threading.Timer | None = None
@@ -143,7 +143,10 @@ class WorkbenchApp(App[int]):
     def on_unmount(self) -> None:
         self._remove_signal_handlers()
         if self._stall_monitor is not None and self.options.stall_report:
-            self._stall_monitor.write_report(self.options.stall_report)
+            try:
+                self._stall_monitor.write_report(self.options.stall_report)
+            except OSError as exc:
+                self.exit_notes["stall"] = f"stall report not written: {exc}"
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -198,11 +201,12 @@ class WorkbenchApp(App[int]):
         except UsageError as exc:
             self.notify(f"draft not saved: {exc}", severity="error", timeout=10)
             return
-        self.draft_note = (
-            f"unsaved edits kept in the draft {path}; reopen the packet to recover them"
-            if path
-            else ""
-        )
+        if path:
+            self.exit_notes["draft"] = (
+                f"unsaved edits kept in the draft {path}; reopen the packet to recover them"
+            )
+        else:
+            self.exit_notes.pop("draft", None)
 
     def _offer_draft(self) -> None:
         working = self.working

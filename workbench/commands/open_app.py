@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
         open_working(loaded, Path(path)),
         WorkbenchOptions(theme=args.theme, stall_report=args.stall_report),
     )
-    code = app.run(mouse=not args.no_mouse)
-    if app.draft_note:
+    app.run(mouse=not args.no_mouse)
+    for note in app.exit_notes.values():
         with contextlib.suppress(OSError):  # after a hangup there is no terminal to tell
-            print(f"workbench: {app.draft_note}", file=sys.stderr)
-    return code or 0
+            print(f"workbench: {note}", file=sys.stderr)
+    return app.return_code or 0  # 128 + signal number after SIGHUP or SIGTERM
