@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -106,19 +107,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_answers_on_localhost(tmp_path: Path) -> None:
+async def first_screen_bytes(port: int) -> bytes:
+    """What a browser tab receives from the served app until the Packet step is drawn."""
+    import aiohttp  # textual-serve's own HTTP library
+
+    received = b""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24") as ws,
+    ):
+        await ws.send_json(["resize", {"width": 80, "height": 24}])
+        deadline = time.monotonic() + 20
+        while "1 · Packet".encode() not in received and time.monotonic() < deadline:
+            message = await ws.receive(timeout=20)
+            if isinstance(message.data, bytes):
+                received += message.data
+    return received
+
+
+async def test_serve_runs_the_app_for_a_browser_on_localhost(home: Path) -> None:
     port = free_port()
+    command = [sys.executable, "-m", "workbench.cli", "serve", "--host", "127.0.0.1"]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workbench.cli",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
+        [*command, "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -133,8 +144,10 @@ def test_serve_answers_on_localhost(tmp_path: Path) -> None:
             except OSError:
                 assert server.poll() is None, server.stderr.read().decode()  # type: ignore[union-attr]
                 assert time.monotonic() < deadline, "the server never answered"
-                time.sleep(0.1)
+                await asyncio.sleep(0.1)
         assert "handoff-workbench" in page and f"ws://127.0.0.1:{port}/ws" in page
+        screen = await first_screen_bytes(port)
+        assert "1 · Packet".encode() in screen and b"handoff-workbench" in screen
     finally:
         server.terminate()
         server.wait(timeout=10)
