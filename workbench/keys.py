@@ -68,7 +68,10 @@ def palette_commands(app: WorkbenchApp, screen: Screen) -> list[PaletteCommand]:
             if not isinstance(b, Binding) or b.action == "command_palette" or not b.description:
                 continue
             run = partial(app.run_action, b.action, node)
-            commands[b.description] = PaletteCommand(b.description, key_display(app, b), run)
+            # The first binding of an action names its key (f1 for Help, not its ? alias).
+            commands.setdefault(
+                b.description, PaletteCommand(b.description, key_display(app, b), run)
+            )
     for number, step in enumerate(app.steps, start=1):
         title = f"Go to step {number}: {step.title}"
         commands[title] = PaletteCommand(title, step.purpose, partial(app.goto_step, step.id))
