@@ -199,7 +199,10 @@ class WorkbenchApp(App[int]):
         try:
             path = drafts.write_draft(self.working, self.drafts_folder)
         except UsageError as exc:
-            self.notify(f"draft not saved: {exc}", severity="error", timeout=10)
+            message = f"draft not saved: {exc}"
+            if self.exit_notes.get("draft") != message:  # say it once, not on every keystroke
+                self.notify(message, severity="error", timeout=10)
+            self.exit_notes["draft"] = message
             return
         if path:
             self.exit_notes["draft"] = (
@@ -213,7 +216,11 @@ class WorkbenchApp(App[int]):
         if working.source is None:
             self.draft_settled = True
             return
-        found = drafts.read_draft(working.source, self.drafts_folder)
+        try:
+            found = drafts.read_draft(working.source, self.drafts_folder)
+        except UsageError as exc:  # draft_settled stays False: nothing overwrites that file
+            self.notify(f"{exc}; autosave is off until it is fixed", severity="error", timeout=15)
+            return
         if isinstance(found, drafts.CorruptDraft):
             self.notify(str(found), severity="warning", timeout=15)
         if not isinstance(found, drafts.Draft) or (

@@ -178,23 +178,23 @@ def _decode(path: Path, raw: bytes, packet_path: Path) -> Draft:
 
 def read_draft(packet_path: Path, folder: Path) -> Draft | CorruptDraft | None:
     """The draft for the packet at `packet_path`: None when there is none, CorruptDraft (already
-    set aside) when it cannot be used. Never raises for a bad draft."""
+    set aside) when its content cannot be used. Raises UsageError, leaving the file alone, only
+    when the draft exists but cannot be read or renamed (permissions)."""
     path = draft_path(packet_path, folder)
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        reason = f"cannot read: {exc.strerror or exc}"
-    else:
-        try:
-            return _decode(path, raw, packet_path)
-        except ValueError as exc:
-            reason = str(exc)
+        raise UsageError(f"{path}: cannot read draft: {exc.strerror or exc}") from None
+    try:
+        return _decode(path, raw, packet_path)
+    except ValueError as exc:
+        reason = str(exc)
     try:
         aside = set_aside(path)
     except OSError as exc:
-        raise UsageError(f"{path}: unreadable draft that cannot be renamed: {exc}") from None
+        raise UsageError(f"{path}: unusable draft ({reason}) cannot be renamed: {exc}") from None
     return CorruptDraft(path, aside, reason)
 
 

@@ -11,8 +11,12 @@ from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.session import WorkingPacket, open_working
+from workbench.steps import default_steps
 
 SMALL, LARGE = (80, 24), (160, 48)
+# Steps without the Packet step's long form: a lighter app for tests of keys, themes and
+# dialogs (which the step list, being data, must support anyway).
+LIGHT_STEPS = default_steps()[1:]
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from packets.dump import dump_packet
+from packets.errors import UsageError
 from packets.load import load_packet
 from workbench import drafts
 from workbench.session import WorkingPacket, apply_edit, set_pending
@@ -152,3 +153,20 @@ def test_keep_both_writes_a_new_file_and_never_overwrites(
     for target in targets:
         assert target.read_bytes() == dump_packet(load_packet(target).packet)
         assert load_packet(target).packet.inputs.sla.p95_ms == 70.0
+
+
+def test_draft_that_cannot_be_read_is_left_alone(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    drafts.write_draft(edited(packet_file), folder)
+    path = drafts.draft_path(packet_file, folder)
+    path.chmod(0o000)
+    try:
+        if os.access(path, os.R_OK):  # running as root: permissions do not stop reads
+            path.chmod(0o600)
+            path.unlink()
+            path.mkdir()  # a folder where the draft should be cannot be read either
+        with pytest.raises(UsageError, match="cannot read draft"):
+            drafts.read_draft(packet_file, folder)
+        assert path.exists()
+    finally:
+        path.chmod(0o700)

@@ -23,7 +23,7 @@ from workbench.theming import NO_COLOR, register_plot_theme
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import StepList
 
-from .conftest import LARGE, SMALL, working_for
+from .conftest import LARGE, LIGHT_STEPS, SMALL, working_for
 
 MakeApp = Callable[..., WorkbenchApp]
 STEP_TITLES = ["1 · Packet", "2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"]
@@ -209,15 +209,15 @@ async def test_keymap_file_remaps_keys(make_app: MakeApp, home: Path) -> None:
     keymap = home / "config" / "handoff-workbench" / "keymap.toml"
     keymap.parent.mkdir(parents=True)
     keymap.write_text('next-step = "f8"\n')
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         await pilot.press("ctrl+n")
         await pilot.pause()
-        assert app.current_step == "packet"
+        assert app.current_step == "baseline"
         await pilot.press("f8")
         await pilot.pause()
-        assert app.current_step == "baseline"
+        assert app.current_step == "diagnose"
         rows = {row.binding_id: row.keys for row in app.help_rows()}
         assert rows["next-step"] == "f8"
 
@@ -226,18 +226,18 @@ async def test_bad_keymap_file_warns_and_the_app_runs(make_app: MakeApp, home: P
     keymap = home / "config" / "handoff-workbench" / "keymap.toml"
     keymap.parent.mkdir(parents=True)
     keymap.write_text("next-step = [\n")
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     notes = record_notes(app)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         assert any("not valid TOML" in m and s == "warning" for m, s in notes)
         await pilot.press("ctrl+n")
         await pilot.pause()
-        assert app.current_step == "baseline"  # default keys still work
+        assert app.current_step == "diagnose"  # default keys still work
 
 
 async def test_missing_theme_falls_back_with_a_warning(make_app: MakeApp) -> None:
-    app = make_app(theme="textual-ansi")
+    app = make_app(theme="textual-ansi", steps=LIGHT_STEPS)
     notes = record_notes(app)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
@@ -249,12 +249,12 @@ async def test_missing_theme_falls_back_with_a_warning(make_app: MakeApp) -> Non
 
 
 async def test_palette_offers_actions_steps_and_themes(make_app: MakeApp) -> None:
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     async with app.run_test(size=LARGE) as pilot:
         await pilot.pause()
         titles = [c.title for c in app.palette_commands(app.screen)]
         assert {"Next", "Back", "Save", "Help", "Quit"} <= set(titles)
-        assert "Go to step 5: Mapping" in titles and "Theme: workbench-light" in titles
+        assert "Go to step 4: Mapping" in titles and "Theme: workbench-light" in titles
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert CommandPalette.is_open(app)
@@ -262,7 +262,7 @@ async def test_palette_offers_actions_steps_and_themes(make_app: MakeApp) -> Non
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.current_step == "diagnose"
+        assert app.current_step == "tune"
         await pilot.press("ctrl+p", *"light")
         await pilot.pause(0.3)
         await pilot.press("enter")
@@ -352,7 +352,7 @@ async def test_reopening_offers_the_draft_and_recovers_it(
 
 
 async def test_discarding_the_draft_deletes_it(make_app: MakeApp, packet_file: Path) -> None:
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     make_draft(packet_file, app.drafts_folder)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
@@ -365,7 +365,7 @@ async def test_discarding_the_draft_deletes_it(make_app: MakeApp, packet_file: P
 async def test_keep_both_writes_the_draft_beside_the_packet(
     make_app: MakeApp, packet_file: Path
 ) -> None:
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     make_draft(packet_file, app.drafts_folder)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
@@ -379,7 +379,7 @@ async def test_keep_both_writes_the_draft_beside_the_packet(
 async def test_hangup_while_the_dialog_is_open_keeps_the_old_draft(
     make_app: MakeApp, packet_file: Path
 ) -> None:
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     make_draft(packet_file, app.drafts_folder)
     draft = drafts.draft_path(packet_file, app.drafts_folder)
     before = draft.read_bytes()
@@ -392,7 +392,7 @@ async def test_hangup_while_the_dialog_is_open_keeps_the_old_draft(
 async def test_corrupt_draft_is_reported_and_set_aside(
     make_app: MakeApp, packet_file: Path
 ) -> None:
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     notes = record_notes(app)
     draft = drafts.draft_path(packet_file, app.drafts_folder)
     draft.parent.mkdir(parents=True)
@@ -423,7 +423,7 @@ async def test_signal_saves_the_draft_and_exits(
 
 async def test_no_color_gives_plain_plot_colours(make_app: MakeApp, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("NO_COLOR", "1")
-    app = make_app()
+    app = make_app(steps=LIGHT_STEPS)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         assert app.no_color
@@ -435,10 +435,27 @@ async def test_no_color_gives_plain_plot_colours(make_app: MakeApp, monkeypatch)
 
 
 async def test_ansi_theme_plot_colours_keep_ansi_indices(make_app: MakeApp) -> None:
-    app = make_app(theme="workbench-ansi")
+    app = make_app(theme="workbench-ansi", steps=LIGHT_STEPS)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         from plotext._dict import themes
 
         canvas, _, _, _, series = themes[register_plot_theme(app)]
         assert canvas == NO_COLOR and series[0] == 4
+
+
+async def test_unwritable_drafts_folder_is_reported_once(make_app: MakeApp, tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the drafts folder should be")
+    app = make_app(drafts_folder=blocked / "drafts")
+    notes = record_notes(app)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await focus_field(app, pilot, "sla.p99_ms")
+        await retype(pilot, "95")
+        await retype(pilot, "96")
+        app.save_draft_now()
+        assert app.working.packet.inputs.sla.p99_ms == 96.0  # editing goes on
+    errors = [m for m, severity in notes if severity == "error"]
+    assert len(errors) == 1 and errors[0].startswith("draft not saved:")
+    assert app.exit_notes["draft"] == errors[0]
