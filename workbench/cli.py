@@ -14,10 +14,23 @@ import sys
 from collections.abc import Sequence
 
 from packets.errors import PacketError, UsageError
+from packets.telemetry_io import TelemetryProblem
 
-from .commands import check, diff, examples, open_app, run, schema, sign, verify
+from .commands import (
+    check,
+    diff,
+    examples,
+    open_app,
+    run,
+    schema,
+    sign,
+    sweep,
+    telemetry,
+    verify,
+    worksheet,
+)
 
-COMMANDS = (open_app, check, schema, examples, run, diff, sign, verify)
+COMMANDS = (open_app, check, schema, examples, run, sweep, worksheet, telemetry, diff, sign, verify)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PacketError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
+        return 1
+    except TelemetryProblem as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
         return 1
     except UsageError as exc:
         print(f"workbench: {exc}", file=sys.stderr)
