@@ -17,20 +17,42 @@ from packets.errors import PacketError, UsageError
 from packets.telemetry_io import TelemetryProblem
 
 from .commands import (
+    artifact,
     check,
     diff,
     examples,
+    export,
     open_app,
+    propose,
+    recommend,
     run,
     schema,
     sign,
     sweep,
     telemetry,
+    validate,
     verify,
     worksheet,
 )
 
-COMMANDS = (open_app, check, schema, examples, run, sweep, worksheet, telemetry, diff, sign, verify)
+COMMANDS = (
+    open_app,
+    check,
+    schema,
+    examples,
+    run,
+    sweep,
+    worksheet,
+    telemetry,
+    propose,
+    validate,
+    recommend,
+    artifact,
+    sign,
+    verify,
+    export,
+    diff,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
