@@ -173,7 +173,8 @@ def _hardware(packet: Packet) -> Found:
             )
 
 
-def _config(config: Config, path: Path_) -> Found:
+def config_problems(config: Config, path: Path_) -> Found:
+    """Problems inside one configuration (compiled shapes, pinned service)."""
     shapes = config.compiled_shapes.seq_len
     if len(set(shapes)) != len(shapes) or shapes != sorted(shapes):
         yield ((*path, "compiled_shapes", "seq_len"), "must be distinct and ascending", "error")
@@ -204,7 +205,7 @@ def _candidates(packet: Packet) -> Found:
         names.setdefault(candidate.name, i)
         resolved = apply_candidate(packet.baseline, candidate)
         overridden = {name for name in type(candidate).model_fields if getattr(candidate, name)}
-        for path, message, severity in _config(resolved, ("candidates", i)):
+        for path, message, severity in config_problems(resolved, ("candidates", i)):
             if path[2] in overridden:  # the baseline's own problems are reported once, there
                 yield path, message, severity
         if resolved == packet.baseline and candidate.dtype in (None, packet.inputs.precision.dtype):
@@ -224,7 +225,7 @@ CHECKS: list[Callable[[Packet], Found]] = [
     _shapes_and_requests,
     _sla_and_precision,
     _hardware,
-    lambda p: _config(p.baseline, ("baseline",)),
+    lambda p: config_problems(p.baseline, ("baseline",)),
     _candidates,
     _signatures,
 ]

@@ -23,9 +23,10 @@ from .strict_yaml import LoadedYaml
 Path_ = tuple[str | int, ...]
 
 
-def _config_problems(
+def config_model_problems(
     packet: Packet, config: Config, dtype: str, hw: HardwareEnvelope, where: Path_
 ) -> list[tuple[Path_, str]]:
+    """(path, message) for each problem the model finds in one configuration."""
     found: list[tuple[Path_, str]] = []
     if dtype not in hw.peak_tflops:
         path = ("inputs", "precision", "dtype") if where == ("baseline",) else (*where, "dtype")
@@ -70,12 +71,14 @@ def model_problems(
     except ValueError as exc:
         found.append((("inputs", "workload", "block"), str(exc)))
     if not found:
-        found += _config_problems(packet, packet.baseline, block.dtype, hw, ("baseline",))
+        found += config_model_problems(packet, packet.baseline, block.dtype, hw, ("baseline",))
         for i, candidate in enumerate(packet.candidates):
             dtype = candidate.dtype or block.dtype
             config = apply_candidate(packet.baseline, candidate)
             own = {name for name in type(candidate).model_fields if getattr(candidate, name)}
-            for path, message in _config_problems(packet, config, dtype, hw, ("candidates", i)):
+            for path, message in config_model_problems(
+                packet, config, dtype, hw, ("candidates", i)
+            ):
                 if path[2] in own:  # inherited baseline problems are reported once, there
                     found.append((path, message))
     return [Problem(file, loaded.line_of(path) if loaded else 0, path, msg) for path, msg in found]

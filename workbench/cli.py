@@ -14,10 +14,47 @@ import sys
 from collections.abc import Sequence
 
 from packets.errors import PacketError, UsageError
+from packets.telemetry_io import TelemetryProblem
 
-from .commands import check, diff, examples, open_app, run, schema, serve, sign, verify
+from .commands import (
+    artifact,
+    check,
+    diff,
+    examples,
+    export,
+    open_app,
+    propose,
+    recommend,
+    run,
+    schema,
+    serve,
+    sign,
+    sweep,
+    telemetry,
+    validate,
+    verify,
+    worksheet,
+)
 
-COMMANDS = (open_app, serve, check, schema, examples, run, diff, sign, verify)
+COMMANDS = (
+    open_app,
+    serve,
+    check,
+    schema,
+    examples,
+    run,
+    sweep,
+    worksheet,
+    telemetry,
+    propose,
+    validate,
+    recommend,
+    artifact,
+    sign,
+    verify,
+    export,
+    diff,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PacketError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
+        return 1
+    except TelemetryProblem as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
         return 1
     except UsageError as exc:
         print(f"workbench: {exc}", file=sys.stderr)

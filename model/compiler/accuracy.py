@@ -79,6 +79,16 @@ _REQUIRED = {
 }
 
 
+def as_plain_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """Enum/categorical label columns as plain strings (the telemetry readers use Enums)."""
+    labels = [
+        pl.col(c).cast(pl.String)
+        for c in ("op", "dtype", "kind", "layer_op", "hardware", "source")
+        if c in frame.columns and isinstance(frame[c].dtype, pl.Enum | pl.Categorical)
+    ]
+    return frame.with_columns(labels) if labels else frame
+
+
 def _check(frame: pl.DataFrame) -> None:
     """Raise a one-line ValueError naming the first bad row/column."""
     for column in ("op", "dtype", "latency_us"):
@@ -180,6 +190,7 @@ def _predict_elementwise(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarra
 
 def predict_kernels(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray:
     """Predicted device time of every row of a telemetry frame on `hw`, us, in row order."""
+    frame = as_plain_text(frame)
     _check(frame)
     out = np.full(len(frame), np.nan)
     ops = frame["op"].to_numpy()
@@ -201,6 +212,7 @@ def work_bounds(frame: pl.DataFrame, hw: HardwareEnvelope) -> tuple[np.ndarray, 
     Minimum bytes count each operand, output and KV-cache element once; warm-cache sources may
     serve them from the shared cache (see `fastest_possible_us`).
     """
+    frame = as_plain_text(frame)
     n = len(frame)
     flops, traffic = np.zeros(n), np.zeros(n)
     ops = frame["op"].to_numpy()
@@ -246,6 +258,7 @@ def fastest_possible_us(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray
     Compute at peak dtype throughput; bytes at HBM bandwidth, or at the shared cache's for
     warm-cache sources when they fit half the cache.
     """
+    frame = as_plain_text(frame)
     flops, traffic = work_bounds(frame, hw)
     peak = _peak_flops(frame, hw) * hw.clock_scale
     warm = _warm(frame) & (traffic <= hw.shared_cache_mib * 2**20 / 2)
@@ -255,6 +268,7 @@ def fastest_possible_us(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray
 
 def naive_roofline_us(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray:
     """The naive roofline: max(FLOPs / peak, bytes / HBM bandwidth), spec-sheet peaks, us."""
+    frame = as_plain_text(frame)
     flops, traffic = work_bounds(frame, hw)
     peak = _peak_flops(frame, hw)
     return np.maximum(flops / peak, traffic / (hw.hbm_gbs * 1e9)) * 1e6
@@ -285,6 +299,7 @@ def accuracy_report(frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10) 
     implausible_rows, by_op, by_layer_op, by_kind, worst, naive_roofline, hardware.
     APEs are fractions (0.1 = 10%).
     """
+    frame = as_plain_text(frame)
     predicted = predict_kernels(frame, hw)
     measured = frame["latency_us"].cast(pl.Float64).to_numpy()
     if np.any(~np.isfinite(measured) | (measured <= 0)):

@@ -14,6 +14,7 @@ from pathlib import Path
 from packets.errors import UsageError
 from packets.files import atomic_write
 from packets.load import load_packet
+from packets.review.guards import blocking, review_guards
 from packets.schema import ALL_ROLES
 from packets.signing.approval import DECISIONS
 from packets.signing.keyfiles import load_private_key, read_public_key_blob
@@ -59,6 +60,10 @@ def _passphrase(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_packet(args.packet)
+    blocked = blocking(review_guards(loaded.packet))
+    if blocked and args.decision != "reject":  # an owner may always sign a rejection
+        lines = "; ".join(f"{g.id}: {g.detail}" for g in blocked)
+        raise UsageError(f"signing refused: review guards block ({lines})")
     try:
         if args.agent:
             blob = read_public_key_blob(args.key) if args.key else None

@@ -1,0 +1,68 @@
+"""`workbench worksheet PACKET`: the fusion & tile-plan worksheet of a configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from model.compiler.worksheet import worksheet, worksheet_markdown
+from packets.errors import UsageError
+from packets.load import load_packet
+from packets.scenario import build_scenario, fusion_spec, tile_spec
+
+from .run import positive_int
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "worksheet",
+        help="fusion & tile-plan worksheet",
+        description="Per kernel: operator group, tile shape, launches, FLOPs, HBM bytes, reuse "
+        "ratio, SRAM footprint vs capacity, predicted time, bound, and the bottleneck shift "
+        "against the baseline; totals per block.",
+    )
+    p.add_argument("packet", type=Path, metavar="PACKET")
+    p.add_argument("--candidate", metavar="NAME", help="default: the baseline")
+    p.add_argument("--shape", metavar="seq_len=N", help="default: the mix's most common seq_len")
+    p.add_argument("--batch", type=positive_int, help="default: the configuration's max_batch")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="stable JSON (handoff-worksheet/1)")
+    out.add_argument("--markdown", action="store_true")
+    p.set_defaults(run=run)
+
+
+def _seq_len(text: str | None, mix) -> int:
+    if text is None:
+        return mix.values[max(range(len(mix.values)), key=lambda i: mix.weights[i])]
+    name, _, value = text.partition("=")
+    if name.strip() != "seq_len" or not value.strip().isdigit() or int(value) < 1:
+        raise UsageError(f"--shape {text!r}: expected seq_len=N with N >= 1")
+    return int(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_packet(args.packet)
+    try:
+        scenario = build_scenario(loaded, args.candidate)
+        base = build_scenario(loaded)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    seq_len = _seq_len(args.shape, loaded.packet.inputs.workload.shapes.seq_len)
+    batch = args.batch or scenario.config.batch_policy.max_batch
+    sheet = worksheet(
+        scenario.block,
+        scenario.hardware,
+        fusion_spec(scenario.config),
+        tile_spec(scenario.config),
+        batch,
+        seq_len,
+        baseline_fusion=fusion_spec(base.config),
+        baseline_tiles=tile_spec(base.config),
+    )
+    sheet = {"packet": loaded.packet.id, "candidate": scenario.candidate, **sheet}
+    if args.json:
+        print(json.dumps(sheet, indent=2, allow_nan=False))
+    else:
+        print(worksheet_markdown(sheet))
+    return 0
