@@ -459,3 +459,10 @@ async def test_unwritable_drafts_folder_is_reported_once(make_app: MakeApp, tmp_
     errors = [m for m, severity in notes if severity == "error"]
     assert len(errors) == 1 and errors[0].startswith("draft not saved:")
     assert app.exit_notes["draft"] == errors[0]
+
+
+async def test_quitting_before_the_form_is_complete_is_clean(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("ctrl+q")  # typed ahead: arrives while later sections are pending
+    assert app.return_code == 0

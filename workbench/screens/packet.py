@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.lazy import Lazy
 from textual.widgets import Static
 
 from packets.errors import Problem, dotted
@@ -31,22 +30,33 @@ class PacketScreen(StepScreen):
     """The packet's identity, its warnings, and one editor per input field by section."""
 
     def compose_main(self) -> ComposeResult:
-        packet = self.workbench.working.packet
         sections: dict[str, list[FieldSpec]] = {}
         for spec in input_fields():
             sections.setdefault(spec.section, []).append(spec)
+        first, *self._later = sections.values()
         with VerticalScroll(id="form", can_focus=False):
             yield Note(id="packet-identity")
             yield Note(id="packet-warnings")
-            for index, (section, specs) in enumerate(sections.items()):
-                body = Vertical(
-                    Static(SECTION_TITLES.get(section, section), classes="section"),
-                    *(editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs),
-                    classes="form-section",
-                )
-                # The first section paints with the screen; the rest mount right after, so the
-                # first frame comes sooner (fewer widgets to style and lay out).
-                yield body if index == 0 else Lazy(body)
+            yield self._section(first)
+
+    def _section(self, specs: list[FieldSpec]) -> Vertical:
+        packet = self.workbench.working.packet
+        return Vertical(
+            Static(SECTION_TITLES.get(specs[0].section, specs[0].section), classes="section"),
+            *(editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs),
+            classes="form-section",
+        )
+
+    def on_mount(self) -> None:
+        # The first section paints with the screen; the rest mount right after, so the first
+        # frame comes sooner (fewer widgets to style and lay out before it).
+        self.call_after_refresh(self._mount_later_sections)
+
+    async def _mount_later_sections(self) -> None:
+        if not self.is_attached or self.app._exit or not self._later:  # quitting already
+            return
+        sections, self._later = self._later, []
+        await self.query_one("#form").mount_all([self._section(specs) for specs in sections])
 
     def show_packet(self, working: WorkingPacket) -> None:
         packet = working.packet
