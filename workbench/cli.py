@@ -27,6 +27,7 @@ from .commands import (
     recommend,
     run,
     schema,
+    serve,
     sign,
     sweep,
     telemetry,
@@ -37,6 +38,7 @@ from .commands import (
 
 COMMANDS = (
     open_app,
+    serve,
     check,
     schema,
     examples,
@@ -63,14 +65,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
+    parser.command_names = list(sub.choices)  # type: ignore[attr-defined]
     return parser
+
+
+def _with_command(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`workbench [PACKET] [OPTIONS]` means `workbench open [PACKET] [OPTIONS]`."""
+    if argv and (argv[0] in parser.command_names or argv[0] in ("-h", "--help")):  # type: ignore[attr-defined]
+        return argv
+    return ["open", *argv]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["open", *(argv or sys.argv[1:])])
+    args = parser.parse_args(_with_command(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         return args.run(args)
     except PacketError as exc:
