@@ -13,8 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from packets.errors import PacketError, UsageError
-from packets.telemetry_io import TelemetryProblem
+from packets.errors import PacketError, TelemetryProblem, UsageError
 
 from .commands import (
     artifact,

@@ -34,8 +34,14 @@ def modules_after(code: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "argv",
-    [["check", str(example_path(DEFAULT_EXAMPLE))], ["schema"], ["examples", "list"]],
-    ids=["check", "schema", "examples"],
+    [
+        ["check", str(example_path(DEFAULT_EXAMPLE))],
+        ["schema"],
+        ["examples", "list"],
+        ["run", str(example_path("mapping-dynamic-shapes")), "--requests", "500", "--json"],
+        ["worksheet", str(example_path(DEFAULT_EXAMPLE)), "--json"],
+    ],
+    ids=["check", "schema", "examples", "run", "worksheet"],
 )
 def test_commands_without_the_app_never_import_textual(argv: list[str]) -> None:
     loaded = modules_after(

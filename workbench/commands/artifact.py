@@ -7,7 +7,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.review.writing import with_owner, write_packet
 from packets.schema import ALL_ROLES, ROLES_BY_TOPIC, Artifact
 
 
@@ -21,6 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.writing import with_owner, write_packet
+
     loaded = load_packet(args.packet)
     owner = next((o for o in loaded.packet.owners if o.role == args.role), None)
     if owner is None:

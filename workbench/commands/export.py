@@ -9,9 +9,6 @@ from pathlib import Path
 from packets.errors import UsageError
 from packets.files import atomic_write
 from packets.load import load_packet
-from packets.review.guards import blocking, review_guards
-from packets.review.report_md import markdown_report
-from packets.signoff import verify_packet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +36,10 @@ def _signed(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.guards import blocking, review_guards
+    from packets.review.report_md import markdown_report
+    from packets.signoff import verify_packet
+
     loaded = load_packet(args.packet)
     guards = review_guards(loaded.packet)
     blocked = blocking(guards)

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.review.proposal import classify, propose
-from packets.review.writing import with_outputs, write_packet
 from packets.schema import PRIMARY_METRICS, REVIEW_QUESTION
 
 
@@ -29,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.proposal import classify, propose
+    from packets.review.writing import with_outputs, write_packet
+
     loaded = load_packet(args.packet)
     path = str(args.packet)
     try:

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.review.release import make_override, release
-from packets.review.writing import with_outputs, write_packet
 from packets.schema import ALL_ROLES
 
 
@@ -27,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.release import make_override, release
+    from packets.review.writing import with_outputs, write_packet
+
     loaded = load_packet(args.packet)
     out = loaded.packet.outputs
     if out.mitigation is None or out.validation_matrix is None:

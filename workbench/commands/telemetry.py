@@ -6,9 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from model.compiler.accuracy import accuracy_report, report_markdown
-from packets.telemetry_io import hardware_argument, read_kernels
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("telemetry", help="compare or calibrate the model against telemetry")
@@ -29,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from model.compiler.accuracy import accuracy_report, report_markdown
+    from packets.telemetry_io import hardware_argument, read_kernels
+
     hardware = hardware_argument(args.hardware)
     telemetry = read_kernels(args.files)
     report = accuracy_report(telemetry.frame, hardware)

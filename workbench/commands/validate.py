@@ -8,9 +8,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.review.matrix import MatrixSpec, run_matrix
-from packets.review.triggers import default_triggers
-from packets.review.writing import with_outputs, write_packet
 
 from .run import positive_int
 
@@ -49,6 +46,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.matrix import MatrixSpec, run_matrix
+    from packets.review.triggers import default_triggers
+    from packets.review.writing import with_outputs, write_packet
+
     loaded = load_packet(args.packet)
     mitigation = loaded.packet.outputs.mitigation
     if mitigation is None:

@@ -7,10 +7,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.review.reproduce import reproduce
-from packets.signing.allowed_signers import AllowedSignersError, load_allowed_signers
-from packets.signing.explain import explain_commands
-from packets.signoff import signature_entries, verify_packet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +32,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.reproduce import reproduce
+    from packets.signing.allowed_signers import AllowedSignersError, load_allowed_signers
+    from packets.signing.explain import explain_commands
+    from packets.signoff import signature_entries, verify_packet
+
     loaded = load_packet(args.packet)
     signers = None
     if args.allowed_signers is not None:
