@@ -11,6 +11,7 @@ from textual.screen import Screen
 
 from .palette import PaletteCommand
 from .screens.base import StepScreen
+from .screens.confirm import ConfirmScreen
 from .screens.modals import HelpScreen, KeyRow, RecoverScreen
 from .widgets.field_editor import ChoiceField, FieldEditor
 from .widgets.number_field import NumberField
@@ -34,10 +35,21 @@ def binding_owners(app: WorkbenchApp) -> list[tuple[str, list[Binding]]]:
         ("fields", FieldEditor.BINDINGS),
         ("number fields", NumberField.BINDINGS),
         ("choice fields", ChoiceField.BINDINGS),
+        *step_screen_bindings(app),
         ("help", HelpScreen.BINDINGS),
         ("draft dialog", RecoverScreen.BINDINGS),
+        ("confirm dialog", ConfirmScreen.BINDINGS),
     ]
     return [(where, [b for b in owner if isinstance(b, Binding)]) for where, owner in owners]
+
+
+def step_screen_bindings(app: WorkbenchApp) -> list[tuple[str, Iterable[BindingType]]]:
+    """The keys each step's own screen adds (a screen class's own BINDINGS, not inherited)."""
+    return [
+        (f"{step.title} step", vars(step.screen).get("BINDINGS", []))
+        for step in app.steps
+        if isinstance(step.screen, type) and vars(step.screen).get("BINDINGS")
+    ]
 
 
 def binding_ids(app: WorkbenchApp) -> list[str]:

@@ -53,6 +53,8 @@ async def screenshots(app: WorkbenchApp, size: tuple[int, int], steps: list[str]
         for number, step in enumerate(steps, start=1):
             await pilot.press(str(number))
             await pilot.pause()
+            await app.workers.wait_for_complete()  # steps that run the model show its result
+            await pilot.pause()
             assert app.current_step == step
             name = f"{step}-{app.theme}-{size[0]}x{size[1]}"
             failures.append(compare(name, app.export_screenshot(title=name), size))
