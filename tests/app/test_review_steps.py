@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from textual.widgets import Static
 from packets.examples import example_bytes
 from packets.load import load_packet
 from packets.signoff import verify_packet
+from tests.signing.conftest import ssh_keygen_generate
 from workbench.app import WorkbenchApp
 from workbench.cli import main
 from workbench.screens.confirm import ConfirmScreen
@@ -38,17 +38,10 @@ RATIONALE = "Add 4096."  # short texts: every key is a round trip through the ap
 def ssh_keys(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Three Ed25519 keys made by ssh-keygen; the second is encrypted with PASSPHRASE."""
     folder = tmp_path_factory.mktemp("keys")
-    paths = []
-    for i, passphrase in enumerate(["", PASSPHRASE, ""]):
-        path = folder / f"id_{i}"
-        done = subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-a", "4", "-C", f"k{i}",
-             "-f", str(path)],
-            capture_output=True, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        paths.append(path)
-    return paths
+    return [
+        ssh_keygen_generate(folder / f"id_{i}", ["-t", "ed25519"], passphrase)
+        for i, passphrase in enumerate(["", PASSPHRASE, ""])
+    ]
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The real app in a real terminal: tmux at 80x24, keys through every step, then a dropped
-session mid-edit (tmux kills the pane: SIGHUP) and a reopen that recovers the edit from the draft.
+"""The real app in a real terminal: tmux at 80x24, keys through every step (the review step's
+guards on screen), then a dropped session mid-edit (tmux kills the pane: SIGHUP) and a reopen that recovers the edit from the draft.
 
 tmux is required (CI installs it); a missing tmux fails this test rather than skipping it.
 """
@@ -113,10 +113,13 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     command = [sys.executable, "-m", "workbench.cli", "open", str(packet)]
     pid = tmux.start(command)
     tmux.wait_for("1 · Packet")
-    for title in ("2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"):
+    titles = ("2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping", "6 · Proposal")
+    for title in (*titles, "7 · Validation", "8 · Release", "9 · Review"):
         tmux.keys("C-n")
         screen = tmux.wait_for(title)
         assert "› " in screen and "✓ 1 Packet" in screen
+    tmux.wait_for("guard(s) block signing and export")  # no outputs yet: the guards block
+    assert "Review question" in tmux.screen()
     tmux.keys("1")
     tmux.wait_for("Workload profile")
 
@@ -127,6 +130,7 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     tmux.keys("Tab", gap=0.3)
     tmux.keys("1", ".", "5")  # arrivals.cv gets "1.5": refused for poisson, kept as typed
     tmux.wait_for("applies only to process gamma")
+    tmux.wait_for("1.5")  # every key typed has arrived before the session drops
     tmux.kill_session()  # what a dropped SSH link does: the pane's process gets SIGHUP
     wait_until(lambda: not alive(pid), "the app to exit after SIGHUP")
 
