@@ -20,6 +20,7 @@ from packets.schema import (
     Classification,
     Mitigation,
     Release,
+    RollbackTrigger,
     TailFigures,
     ValidationMatrix,
 )
@@ -139,6 +140,19 @@ def matrix_view(v: ValidationMatrix | None, *, compact: bool = False) -> Group |
     memory = Text("memory check: ", style="bold")
     memory.append(v.memory.verdict)
     return Group(head, table, memory)
+
+
+def triggers_view(triggers: Sequence[RollbackTrigger], *, compact: bool = False) -> Table | Text:
+    """The rollback triggers, numbered as the trigger editor counts them."""
+    if not triggers:
+        return Text("None yet: a finished matrix writes defaults from the SLA and its margins.")
+    columns = ["#", "metric", "", "threshold", "window s", "action"]
+    columns += [] if compact else ["derived from"]
+    table = _table(*columns, right=("#", "threshold", "window s"))
+    for number, t in enumerate(triggers, start=1):
+        row = [str(number), t.metric, t.comparison, f"{t.threshold:g}", f"{t.window_s:g}", t.action]
+        table.add_row(*row, *([] if compact else [t.derived_from]))
+    return table
 
 
 def release_view(r: Release | None) -> Text:

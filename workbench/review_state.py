@@ -11,6 +11,7 @@ decides anything the command line would decide differently.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from packets.dump import dump_packet
@@ -161,9 +162,16 @@ def release_done(progress: Progress) -> bool:
 
 
 def set_outputs(working: WorkingPacket, **sections: object) -> WorkingPacket | Problem:
-    """The working packet with output sections replaced (an edit checked like any other)."""
+    """The working packet with output sections replaced (an edit checked like any other); text
+    typed but refused inside a replaced section is dropped with it."""
     outputs = working.packet.outputs.model_copy(update=sections)
-    return apply_edit(working, ("outputs",), outputs.model_dump(mode="python", exclude_none=True))
+    data = outputs.model_dump(mode="python", exclude_none=True)
+    result = apply_edit(working, ("outputs",), data)
+    if isinstance(result, Problem):
+        return result
+    gone = tuple(f"outputs.{name}" for name in sections)
+    kept = {k: v for k, v in result.pending.items() if not k.startswith(gone)}
+    return replace(result, pending=MappingProxyType(kept))
 
 
 def triggers_after(packet: Packet, matrix: ValidationMatrix) -> tuple[list[RollbackTrigger], bool]:

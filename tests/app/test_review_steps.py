@@ -167,9 +167,10 @@ async def validate(pilot, app: WorkbenchApp, *, cancel: bool) -> None:  # type: 
 
 
 async def edit_triggers(pilot, app: WorkbenchApp) -> None:  # type: ignore[no-untyped-def]
-    """Rollback triggers: refused in place, then applied; ctrl+l puts the defaults back."""
+    """Rollback triggers: refused in place, then applied; up/down picks another trigger; ctrl+l
+    puts the defaults back."""
     triggers = app.working.packet.outputs.rollback_triggers
-    threshold = await tab_to(pilot, app, "trigger-0-threshold")
+    threshold = await tab_to(pilot, app, "trigger-threshold")
     default = triggers[0].threshold
     await type_in(pilot, "1.5e")
     assert threshold.problem.startswith("expected a number")
@@ -177,13 +178,21 @@ async def edit_triggers(pilot, app: WorkbenchApp) -> None:  # type: ignore[no-un
     await type_in(pilot, str(default + 100))
     assert threshold.problem == ""
     assert app.working.packet.outputs.rollback_triggers[0].threshold == default + 100
-    window = await tab_to(pilot, app, "trigger-0-window_s")
+    assert f"{default + 100:g}" in text_of(app, "#triggers-table")
+    window = await tab_to(pilot, app, "trigger-window_s")
     await type_in(pilot, "0")
     assert window.problem == "must be greater than 0, got 0.0"
     assert app.working.packet.outputs.rollback_triggers[0].window_s == triggers[0].window_s
+    await tab_to(pilot, app, "trigger-number")
+    await pilot.press("up")  # the second trigger into the editors
+    await pilot.pause()
+    assert threshold.input.value == repr(triggers[1].threshold) and window.problem == ""
+    assert text_of(app, "#trigger-origin") == f"derived from: {triggers[1].derived_from}"
+    assert dict(app.working.pending) == {"outputs.rollback_triggers[0].window_s": "0"}
     await pilot.press("escape", "ctrl+l")
     await pilot.pause()
     assert app.working.packet.outputs.rollback_triggers == triggers
+    assert dict(app.working.pending) == {}  # the refused text went with the old triggers
 
 
 async def recommend(pilot, app: WorkbenchApp, *, override: bool) -> None:  # type: ignore[no-untyped-def]
@@ -396,3 +405,51 @@ async def test_review_steps_with_outputs_match_their_snapshots(
         assert all(done(app)[s] for s in ("proposal", "validation", "release"))
     failures = [f for f in failures if f]
     assert not failures, "\n\n".join(failures)
+
+
+async def test_review_keys_have_ids_help_rows_and_palette_entries(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        rows = {row.binding_id: row for row in app.help_rows()}
+        expected = {
+            7: {"run-matrix": "Run matrix", "cancel-matrix": "Cancel run"},
+            8: {"recommend": "Recommend", "override": "Override"},
+            9: {"sign": "Sign", "export": "Export"},
+        }
+        for number, bindings in expected.items():
+            await goto(pilot, app, number)
+            titles = {c.title: c.help for c in app.palette_commands(app.screen)}
+            for binding_id, description in bindings.items():
+                assert rows[binding_id].description == description
+                assert titles[description] == rows[binding_id].keys  # the palette names the key
+        assert {"propose", "mapping-run", "default-triggers", "confirm-yes"} <= set(rows)
+
+
+async def test_a_burst_of_changes_runs_the_mapping_model_once_for_the_last_one(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workbench.screens.compute as compute
+    import workbench.screens.mapping as mapping
+
+    runs: list[str] = []
+    real = mapping.run_mapping
+
+    def counted(working, config, key):  # type: ignore[no-untyped-def]
+        runs.append(config)
+        return real(working, config, key)
+
+    monkeypatch.setattr(mapping, "run_mapping", counted)
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot, app)
+        await goto(pilot, app, 5)
+        assert runs == ["baseline"] and "baseline, 20,000 requests" in text_of(app, "#status")
+        monkeypatch.setattr(compute, "DEBOUNCE_S", 1.0)  # keys come far faster than this
+        await tab_to(pilot, app, "mapping-config")
+        await pilot.press("down", "down", "down")  # three configurations in a burst
+        await settle(pilot, app)
+        last = field(app, "mapping-config").input.value
+        assert last == app.working.packet.candidates[2].name
+        assert runs == ["baseline", last]  # the two in between never ran
+        assert text_of(app, "#status").startswith(f"{last}, 20,000 requests")

@@ -16,7 +16,6 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from textual.app import ComposeResult
@@ -77,7 +76,6 @@ class ComputeScreen(StepScreen):
     """
 
     BUSY_AFTER_S: ClassVar[float] = BUSY_AFTER_S
-    CSS_PATH = Path(__file__).parent / "review.tcss"
 
     def __init__(self, step: Any) -> None:
         super().__init__(step)

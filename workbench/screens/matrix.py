@@ -3,14 +3,16 @@
 ctrl+r runs `packets.review.matrix.run_matrix` in the background with a progress bar; ctrl+g
 cancels it between chunks, and a cancelled run writes nothing. A finished matrix goes into the
 working packet's outputs with default rollback triggers (`packets.review.triggers`), unless the
-triggers were edited: edited ones are kept (ctrl+l puts the defaults back). Every trigger field
-is editable in place; a value the packet cannot take is refused under the field.
+triggers were edited: edited ones are kept (ctrl+l puts the defaults back). The triggers are
+listed in a table; the five fields below it edit the trigger chosen by number (up/down steps
+through them), and a value the packet cannot take is refused under its field.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
@@ -21,7 +23,7 @@ from textual.widgets import ProgressBar, Static
 from packets.errors import dotted
 from packets.schema import MAX_REQUESTS, Packet, RollbackTrigger, ValidationMatrix
 from workbench.form import field_spec, format_value
-from workbench.review_render import matrix_view
+from workbench.review_render import matrix_view, triggers_view
 from workbench.review_state import loaded_from, matrix_state, set_outputs, triggers_after
 from workbench.session import WorkingPacket
 from workbench.widgets.field_editor import FieldEditor, editor_for
@@ -38,6 +40,7 @@ SPEC_EDITORS = {
     "requests": "matrix-requests",
 }
 TRIGGER_FIELDS = ("metric", "comparison", "threshold", "window_s", "action")
+TRIGGER = form_field("triggers", "trigger", "integer", ge=1, le=1)  # le: the trigger count
 
 if TYPE_CHECKING:  # packets.review.matrix loads the model and polars: imported where used
     from packets.review.matrix import MatrixSpec
@@ -80,9 +83,7 @@ class MatrixScreen(ComputeScreen):
 
     def __init__(self, step: Any) -> None:
         super().__init__(step)
-        self._trigger_count = -1  # editors built for this many triggers (-1: none yet)
         self._progress_text = ""
-        self._paths: dict[str, tuple[str | int, ...]] = {}  # trigger editor id -> packet path
 
     def compose_main(self) -> ComposeResult:
         with VerticalScroll(classes="review-scroll", can_focus=False):
@@ -98,8 +99,14 @@ class MatrixScreen(ComputeScreen):
                     yield self.form_editor(spec, values[name], id=SPEC_EDITORS[name])
             yield Static(id="matrix", classes="result")
             yield Static("Rollback triggers (ctrl+l: defaults)", classes="section")
-            yield Note(id="triggers-note", classes="hint")
-            yield Vertical(id="triggers", classes="review-form")
+            yield Static(id="triggers-table", classes="result")
+            with Vertical(id="trigger-editor", classes="review-form"):
+                yield self.form_editor(TRIGGER, 1, id="trigger-number")
+                yield Note(id="trigger-origin", classes="hint")
+                for name in TRIGGER_FIELDS:
+                    path = ("outputs", "rollback_triggers", 0, name)
+                    spec = shown_as(field_spec(RollbackTrigger, name, path), "trigger", name)
+                    yield editor_for(spec, None, id=f"trigger-{name}")
 
     def on_mount(self) -> None:
         self.query_one("#matrix-progress-row").display = False
@@ -114,48 +121,46 @@ class MatrixScreen(ComputeScreen):
             matrix_view(packet.outputs.validation_matrix, compact=self.has_class("-compact"))
         )
         triggers = packet.outputs.rollback_triggers
-        self.say(
-            "triggers-note",
-            ""
-            if triggers
-            else "None yet: a finished matrix writes defaults from the SLA and its margins.",
-        )
-        if len(triggers) != self._trigger_count:
-            self._trigger_count = len(triggers)
-            self.call_after_refresh(self._rebuild_triggers)
+        compact = self.has_class("-compact")
+        self.query_one("#triggers-table", Static).update(triggers_view(triggers, compact=compact))
+        self.query_one("#trigger-editor").display = bool(triggers)
+        number = self.query_one("#trigger-number", FieldEditor)
+        if triggers and number.spec.le != len(triggers):
+            number.spec = replace(number.spec, le=len(triggers))
+            if self.selected_trigger >= len(triggers):
+                self.form["trigger"] = len(triggers)
+                number.show_value(len(triggers))
 
-    async def _rebuild_triggers(self) -> None:
-        if not self.is_attached:
-            return
-        container = self.query_one("#triggers", Vertical)
-        await container.remove_children()
-        widgets = []
-        for index, trigger in enumerate(self.workbench.working.packet.outputs.rollback_triggers):
-            widgets.append(Static(id=f"trigger-{index}-title", classes="trigger-title"))
-            for name in TRIGGER_FIELDS:
-                path = ("outputs", "rollback_triggers", index, name)
-                spec = shown_as(field_spec(RollbackTrigger, name, path), "trigger", name)
-                editor_id = f"trigger-{index}-{name}"
-                self._paths[editor_id] = path
-                widgets.append(editor_for(spec, getattr(trigger, name), id=editor_id))
-        await container.mount_all(widgets)
-        self.sync_fields(self.workbench.working)
+    @property
+    def selected_trigger(self) -> int:
+        """Index (0-based) of the trigger the editors edit."""
+        return int(self.form.get("trigger") or 1) - 1
 
     def sync_fields(self, working: WorkingPacket) -> None:
-        for index, trigger in enumerate(working.packet.outputs.rollback_triggers):
-            titles = self.query(f"#trigger-{index}-title")
-            if not titles:
-                return  # being rebuilt: the rebuild syncs
-            titles.first(Static).update(f"{index + 1}. derived from: {trigger.derived_from}")
-            for name in TRIGGER_FIELDS:
-                editor = self.query_one(f"#trigger-{index}-{name}", FieldEditor)
-                path = self._paths[editor.id or ""]
-                editor.show_value(getattr(trigger, name), working.pending.get(dotted(path)))
+        triggers = working.packet.outputs.rollback_triggers
+        if not triggers:
+            return
+        index = min(self.selected_trigger, len(triggers) - 1)
+        trigger = triggers[index]
+        self.say("trigger-origin", f"derived from: {trigger.derived_from}")
+        for name in TRIGGER_FIELDS:
+            path = ("outputs", "rollback_triggers", index, name)
+            editor = self.query_one(f"#trigger-{name}", FieldEditor)
+            editor.show_value(getattr(trigger, name), working.pending.get(dotted(path)))
+
+    def form_committed(self, name: str, value: object) -> None:
+        if name == "trigger":  # another trigger chosen: its fields into the editors
+            for field in TRIGGER_FIELDS:
+                self.query_one(f"#trigger-{field}", FieldEditor).problem = ""
+            self.sync_fields(self.workbench.working)
 
     # --- trigger edits (packet fields) -----------------------------------------------------
 
     def packet_path(self, editor: FieldEditor) -> tuple[str | int, ...] | None:
-        return self._paths.get(editor.id or "")
+        name = (editor.id or "").removeprefix("trigger-")
+        if name not in TRIGGER_FIELDS:
+            return None
+        return ("outputs", "rollback_triggers", self.selected_trigger, name)
 
     # --- actions ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -223,11 +224,11 @@ class ReviewScreen(ComputeScreen):
         self.start_compute(
             f"Signing as {role}",
             work,
-            self._signed,
+            partial(self._signed, role),
             failed=lambda exc: self.say("sign-problem", f"not signed: {one_line(exc)}"),
         )
 
-    def _signed(self, result: tuple[WorkingPacket, WorkingPacket]) -> None:
+    def _signed(self, role: str, result: tuple[WorkingPacket, WorkingPacket]) -> None:
         before, after = result
         current = self.workbench.working
         if current is not before:  # edited while signing: keep the edits (they read as stale)
@@ -237,7 +238,7 @@ class ReviewScreen(ComputeScreen):
         self.query_one("#sign-passphrase", FieldEditor).set_text("")
         self.say("sign-problem", "")
         self.workbench.working = after
-        self.notify(f"Signed as {result[1].packet.signatures[-1].role}: wrote {after.source}")
+        self.notify(f"Signed as {role}: wrote {after.source}")
 
     # --- export ----------------------------------------------------------------------------
 
@@ -266,7 +267,7 @@ class ReviewScreen(ComputeScreen):
                 lambda yes: self._export(out, fmt, force=True) if yes else None,
             )
             return
-        except UsageError as exc:
+        except (UsageError, OSError, ValueError) as exc:
             self.say("export-problem", f"not exported: {one_line(exc)}")
             return
         self.say("export-problem", "")
