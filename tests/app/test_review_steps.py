@@ -128,7 +128,8 @@ async def propose(pilot, app: WorkbenchApp, *, refusal: bool) -> None:  # type: 
 
 
 async def validate(pilot, app: WorkbenchApp, *, cancel: bool) -> None:  # type: ignore[no-untyped-def]
-    """Validation step: a quick matrix with progress; a cancelled run writes nothing."""
+    """Validation step: a quick matrix with progress; a cancelled run writes nothing (400,000
+    requests per run: each chunk of four runs takes long enough to cancel within the run)."""
     await goto(pilot, app, 7)
     screen = app.screen
     assert isinstance(screen, MatrixScreen)
@@ -150,7 +151,7 @@ async def validate(pilot, app: WorkbenchApp, *, cancel: bool) -> None:  # type: 
         return
     await pilot.press("ctrl+y")  # back to the full default matrix, with many requests
     await tab_to(pilot, app, "matrix-requests")
-    await type_in(pilot, "300000")
+    await type_in(pilot, "400000")
     seen.clear()
     await pilot.press("ctrl+r")
     for _ in range(600):  # until the first chunk (4 of 36 cells) is in
@@ -332,6 +333,49 @@ async def edit_an_input(pilot, app: WorkbenchApp) -> None:  # type: ignore[no-un
     assert "computed from older inputs" in text_of(app, "#guards")
 
 
+async def keys_help_and_palette(pilot, app: WorkbenchApp) -> None:  # type: ignore[no-untyped-def]
+    """Every review key has an id, a help row and a palette entry naming its key."""
+    rows = {row.binding_id: row for row in app.help_rows()}
+    expected = {
+        7: {"run-matrix": "Run matrix", "cancel-matrix": "Cancel run"},
+        8: {"recommend": "Recommend", "override": "Override"},
+        9: {"sign": "Sign", "export": "Export"},
+    }
+    for number, bindings in expected.items():
+        await goto(pilot, app, number)
+        titles = {c.title: c.help for c in app.palette_commands(app.screen)}
+        for binding_id, description in bindings.items():
+            assert rows[binding_id].description == description
+            assert titles[description] == rows[binding_id].keys  # the palette names the key
+    assert {"propose", "mapping-run", "default-triggers", "confirm-yes"} <= set(rows)
+
+
+async def mapping_burst(pilot, app: WorkbenchApp, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Mapping step: a burst of changes runs the model once, for the last one."""
+    import workbench.screens.compute as compute
+    import workbench.screens.mapping as mapping
+
+    runs: list[str] = []
+    real = mapping.run_mapping
+
+    def counted(working, config, key):  # type: ignore[no-untyped-def]
+        runs.append(config)
+        return real(working, config, key)
+
+    monkeypatch.setattr(mapping, "run_mapping", counted)
+    await goto(pilot, app, 5)
+    assert runs == ["baseline"] and "baseline, 4,000 requests" in text_of(app, "#status")
+    monkeypatch.setattr(compute, "DEBOUNCE_S", 1.0)  # keys come far faster than this
+    await tab_to(pilot, app, "mapping-config")
+    await pilot.press("down", "down", "down")  # three configurations in a burst
+    await settle(pilot, app)
+    last = field(app, "mapping-config").input.value
+    assert last == app.working.packet.candidates[2].name
+    assert runs == ["baseline", last]  # the two in between never ran
+    assert text_of(app, "#status").startswith(f"{last}, 4,000 requests")
+    assert "fallback" in text_of(app, "#mapping-buckets")
+
+
 @pytest.fixture
 def keys_here(ssh_keys: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Work in tmp_path with the keys copied in as k0, k1, k2 (short relative paths to type)."""
@@ -360,12 +404,14 @@ async def test_review_steps_by_keys_80x24(
 
 
 async def test_review_steps_by_keys_160x48(
-    make_app: MakeApp, mapping_packet: Path, keys_here: Path
+    make_app: MakeApp, mapping_packet: Path, keys_here: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = make_app(mapping_packet)
     exported = keys_here / "e.yaml"
     async with app.run_test(size=LARGE) as pilot:
         await settle(pilot, app)
+        await keys_help_and_palette(pilot, app)
+        await mapping_burst(pilot, app, monkeypatch)
         await propose(pilot, app, refusal=False)
         await validate(pilot, app, cancel=False)
         await recommend(pilot, app, override=False)
@@ -405,51 +451,3 @@ async def test_review_steps_with_outputs_match_their_snapshots(
         assert all(done(app)[s] for s in ("proposal", "validation", "release"))
     failures = [f for f in failures if f]
     assert not failures, "\n\n".join(failures)
-
-
-async def test_review_keys_have_ids_help_rows_and_palette_entries(make_app: MakeApp) -> None:
-    app = make_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await settle(pilot, app)
-        rows = {row.binding_id: row for row in app.help_rows()}
-        expected = {
-            7: {"run-matrix": "Run matrix", "cancel-matrix": "Cancel run"},
-            8: {"recommend": "Recommend", "override": "Override"},
-            9: {"sign": "Sign", "export": "Export"},
-        }
-        for number, bindings in expected.items():
-            await goto(pilot, app, number)
-            titles = {c.title: c.help for c in app.palette_commands(app.screen)}
-            for binding_id, description in bindings.items():
-                assert rows[binding_id].description == description
-                assert titles[description] == rows[binding_id].keys  # the palette names the key
-        assert {"propose", "mapping-run", "default-triggers", "confirm-yes"} <= set(rows)
-
-
-async def test_a_burst_of_changes_runs_the_mapping_model_once_for_the_last_one(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import workbench.screens.compute as compute
-    import workbench.screens.mapping as mapping
-
-    runs: list[str] = []
-    real = mapping.run_mapping
-
-    def counted(working, config, key):  # type: ignore[no-untyped-def]
-        runs.append(config)
-        return real(working, config, key)
-
-    monkeypatch.setattr(mapping, "run_mapping", counted)
-    app = make_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await settle(pilot, app)
-        await goto(pilot, app, 5)
-        assert runs == ["baseline"] and "baseline, 20,000 requests" in text_of(app, "#status")
-        monkeypatch.setattr(compute, "DEBOUNCE_S", 1.0)  # keys come far faster than this
-        await tab_to(pilot, app, "mapping-config")
-        await pilot.press("down", "down", "down")  # three configurations in a burst
-        await settle(pilot, app)
-        last = field(app, "mapping-config").input.value
-        assert last == app.working.packet.candidates[2].name
-        assert runs == ["baseline", last]  # the two in between never ran
-        assert text_of(app, "#status").startswith(f"{last}, 20,000 requests")
