@@ -21,6 +21,7 @@ from .commands import (
     diff,
     examples,
     open_app,
+    report,
     run,
     schema,
     sign,
@@ -30,7 +31,9 @@ from .commands import (
     worksheet,
 )
 
-COMMANDS = (open_app, check, schema, examples, run, sweep, worksheet, telemetry, diff, sign, verify)
+COMMANDS = (
+    open_app, check, schema, examples, run, sweep, worksheet, telemetry, report, diff, sign, verify,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
