@@ -102,15 +102,22 @@ def _total_variation(mix: ObservedMix, declared: dict) -> float:
 
 
 def _require_model(loaded: LoadedPacket, scenario: Scenario) -> None:
-    if not scenario.uses_model:
-        section = "baseline" if scenario.candidate == "baseline" else "candidates"
-        raise PacketError.single(
-            loaded.name,
-            loaded.line_of((section,)),
-            (section, "service"),
-            "the mapping report needs service.source: model (a pinned distribution has no "
-            "compiled plan to map)",
-        )
+    if scenario.uses_model:
+        return
+    path: tuple[str | int, ...] = ("baseline", "service")
+    names = [c.name for c in loaded.packet.candidates]
+    if (
+        scenario.candidate in names
+        and loaded.packet.candidates[names.index(scenario.candidate)].service is not None
+    ):
+        path = ("candidates", names.index(scenario.candidate), "service")
+    raise PacketError.single(
+        loaded.name,
+        loaded.line_of(path),
+        path,
+        "the mapping report needs service.source: model (a pinned distribution has no "
+        "compiled plan to map)",
+    )
 
 
 def _hardware_notes(frame, hw) -> list[str]:
@@ -188,7 +195,7 @@ def build_report(
     """`report` on telemetry already read (the app reads files in a worker, then calls this)."""
     base = _scenario(loaded, candidate)
     _require_model(loaded, base)
-    notes: list[str] = []
+    notes: list[str] = list(inputs.warnings)
     accuracy, evidence, more = _accuracy_section(base, inputs.kernels)
     notes += more
     calibration, fitted, more = _calibration_section(base, evidence)

@@ -122,11 +122,14 @@ class TelemetryInputs:
         kernels: measured kernel rows (None without kernel files or traces).
         requests: request telemetry (None without request files).
         files: kind -> files of that kind, in the order given.
+        warnings: the readers' one-line notes (unit conversions that look wrong, ignored
+            columns, unsorted requests, traces without a closing bracket...).
     """
 
     kernels: KernelRows | None
     requests: RequestTelemetry | None
     files: dict[str, list[str]]
+    warnings: tuple[str, ...] = ()
 
 
 def _trace_gemm_rows(trace: ChromeTrace, dtype: str) -> tuple[pl.DataFrame, np.ndarray, dict]:
@@ -188,4 +191,9 @@ def read_telemetry(paths: list[Path], *, dtype: str) -> TelemetryInputs:
     if frames:
         merged = pl.concat(frames, how="vertical")
         kernels = KernelRows(merged, telemetry, traces, tuple(trace_rows), not_compared)
-    return TelemetryInputs(kernels, requests, files)
+    warnings = [
+        *(telemetry.warnings if telemetry is not None else ()),
+        *(requests.warnings if requests is not None else ()),
+        *(w for trace in traces for w in trace.warnings),
+    ]
+    return TelemetryInputs(kernels, requests, files, tuple(warnings))

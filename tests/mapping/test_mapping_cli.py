@@ -123,3 +123,15 @@ def test_calibrate_errors(tmp_path: Path) -> None:
         _cli("telemetry", "calibrate", gemm, "--hardware", "a100-sxm", "-o", str(tmp_path / "no" / "x.yaml")),
         2, "does not exist",
     )  # fmt: skip
+
+
+def test_a_pinned_service_distribution_cannot_be_mapped(tmp_path: Path) -> None:
+    text = Path(MAPPING).read_text()
+    pinned = text.replace(
+        "  service:\n    source: model\ncandidates:",
+        "  service:\n    source: distribution\n    dist: exponential\n    mean_ms: 50.0\ncandidates:",
+    )
+    assert pinned != text
+    packet = _write(tmp_path / "pinned.yaml", pinned)
+    line = pinned.splitlines().index("  service:") + 1
+    _one_line_error(_cli("report", str(packet)), 1, f"pinned.yaml:{line}: baseline.service")
