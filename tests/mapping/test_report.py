@@ -136,3 +136,33 @@ def test_chrome_trace_gemms_join_the_kernel_rows(mapping_packet, tmp_path: Path)
     acc = out["accuracy"]
     assert acc["rows_read"] >= 1 and acc["not_compared_trace_kernels"]["not_gemm"] > 0
     assert any("trace.json: event" in w["where"] for w in acc["worst"])
+
+
+def test_every_key_is_documented(full) -> None:
+    """The schema block of model/mapping/README.md names every key the report writes."""
+    readme = (Path(__file__).resolve().parents[2] / "model" / "mapping" / "README.md").read_text()
+    block = readme[readme.index("## JSON") :]
+    block = block[: block.index("## Figures")]
+
+    data_keyed = {"by_op", "original", "fitted", "excluded_on_read"}  # keys are ops, fields...
+
+    def keys(value, depth: int = 0):
+        if isinstance(value, dict) and depth < 3:
+            for key, inner in value.items():
+                yield key
+                if key not in data_keyed:
+                    yield from keys(inner, depth + 1)
+        elif isinstance(value, list) and value and depth < 3:
+            yield from keys(value[0], depth + 1)
+
+    shape_columns = {"m", "n", "k", "batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim",
+                     "kind", "rows", "cols", "layer_op"}  # fmt: skip
+    section_keys = {"accuracy", "calibration", "observed", "adaptation"}
+    found = set(keys({k: v for k, v in full.items() if k not in section_keys}))
+    for section in section_keys:
+        found |= set(keys(full[section]))
+    for action in full["actions"]:
+        found |= set(keys(action))
+    missing = sorted(k for k in found - shape_columns if k not in block)
+    assert not missing, missing
+    assert "by_op {op:" in block and "fitted {field: value}" in block
