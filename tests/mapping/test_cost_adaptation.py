@@ -6,6 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from model.compiler.blocks import BlockSpec, tensor_bytes
 from model.compiler.fusion import fusion_groups
@@ -154,3 +156,28 @@ def test_actions_rank_by_gain_per_cost_with_free_wins_first_and_losses_last() ->
     assert [a["rank"] for a in ranked] == [1, 2, 3, 4, 5]
     assert [a["recommended"] for a in ranked] == [True, True, True, False, False]
     assert gain_per_cost(5.0, 0.0) is None and gain_per_cost(30.0, 2000.0) == 15.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-500, 500, allow_nan=False), st.sampled_from([0.0, 500.0, 2000.0, 8000.0])
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_ranking_does_not_depend_on_input_order(pairs, rng) -> None:
+    actions = [_action(f"a{i:02d}", gain, cost) for i, (gain, cost) in enumerate(pairs)]
+    shuffled = list(actions)
+    rng.shuffle(shuffled)
+    ranked = rank_actions(actions)
+    assert [a["id"] for a in ranked] == [a["id"] for a in rank_actions(shuffled)]
+    paid = [
+        a["gain_per_cost"] for a in ranked if a["recommended"] and a["gain_per_cost"] is not None
+    ]
+    assert paid == sorted(paid, reverse=True)
+    flags = [a["recommended"] for a in ranked]
+    assert flags == sorted(flags, reverse=True)  # every recommended action before the rest
