@@ -62,3 +62,7 @@ class UsageError(Exception):
     Distinct from PacketError (the file was read and is wrong) so the command line can exit 2
     for usage errors and 1 for invalid packets.
     """
+
+
+class TelemetryProblem(Exception):
+    """Telemetry that cannot be used at all (exit 1, like an invalid packet)."""

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag
 
-from .strict_yaml import Plain, parse_bool, parse_number, resolve_plain
+from .strict_yaml import Plain, parse_bool, parse_number
 
 _SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")
 _PRINCIPAL_RE = re.compile(r"[^\s@,*?!\"]+@[^\s@,*?!\"]+\Z")
@@ -59,10 +59,6 @@ def _as_principal(value: Any) -> Any:
     return value
 
 
-def _resolve_tree(value: Any) -> Any:
-    return resolve_plain(value)
-
-
 def integer(**bounds: int) -> Any:
     """A whole-number field with bounds (gt, ge, lt, le), read from plain YAML text."""
     return Annotated[int, Field(**bounds), BeforeValidator(_as_number)]
@@ -84,7 +80,6 @@ PosFloat = number(gt=0)
 NonNegFloat = number(ge=0)
 Fraction = number(ge=0, le=1)
 Bool = Annotated[bool, BeforeValidator(_as_bool)]
-FreeForm = Annotated[Any, BeforeValidator(_resolve_tree)]
 
 Dtype = Annotated[Literal["bf16", "fp16", "fp8", "int8", "fp32"], BeforeValidator(_as_text)]
 

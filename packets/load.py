@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,6 +32,36 @@ class LoadedPacket:
         return self.yaml.line_of(path) if self.yaml else 0
 
 
+class _NoLines:
+    """Stands in for the YAML line map when packet data did not come from a file."""
+
+    def line_of(self, path: tuple[str | int, ...]) -> int:
+        return 0
+
+
+def check_packet_data(
+    data: dict[str, Any], name: str, base_dir: Path | None, lines: LoadedYaml | None = None
+) -> tuple[Packet, tuple[Problem, ...]]:
+    """Validate packet data (YAML already read, or built in Python, e.g. by an edit): the
+    Packet and its warnings. Raises PacketError listing every error. `lines` locates problems
+    in a source file (without it every line is 0)."""
+    where: Any = lines if lines is not None else _NoLines()
+    try:
+        packet = Packet.model_validate(data)
+    except ValidationError as exc:
+        raise PacketError(problems_from_validation(Packet, exc, where, name)) from None
+    found = semantic_problems(packet, lines, name, base_dir)
+    errors = [p for p in found if p.severity == "error"]
+    if errors:
+        raise PacketError(errors)
+    from .model_checks import model_problems  # numpy and the model load only for valid shapes
+
+    errors = model_problems(packet, lines, name, base_dir)
+    if errors:
+        raise PacketError(errors)
+    return packet, tuple(p for p in found if p.severity != "error")
+
+
 def parse_packet(raw: bytes, name: str = "<packet>", base_dir: Path | None = None) -> LoadedPacket:
     """Validate packet bytes. Raises PacketError listing every error; never anything else.
 
@@ -51,20 +82,7 @@ def parse_packet(raw: bytes, name: str = "<packet>", base_dir: Path | None = Non
             ("format",),
             f"unknown format '{version}': this workbench reads {FORMAT}",
         )
-    try:
-        packet = Packet.model_validate(data)
-    except ValidationError as exc:
-        raise PacketError(problems_from_validation(Packet, exc, loaded, name)) from None
-    found = semantic_problems(packet, loaded, name, base_dir)
-    errors = [p for p in found if p.severity == "error"]
-    if errors:
-        raise PacketError(errors)
-    from .model_checks import model_problems  # numpy and the model load only for valid shapes
-
-    errors = model_problems(packet, loaded, name, base_dir)
-    if errors:
-        raise PacketError(errors)
-    warnings = tuple(p for p in found if p.severity != "error")
+    packet, warnings = check_packet_data(data, name, base_dir, loaded)
     return LoadedPacket(packet, name, raw, base_dir, warnings, loaded)
 
 

@@ -16,7 +16,6 @@ from .fields import (
     Dtype,
     Float,
     Fraction,
-    FreeForm,
     NonNegFloat,
     PosFloat,
     PosInt,
@@ -358,14 +357,173 @@ class Candidate(Strict):
     service: Service | None = None  # type: ignore[valid-type]
 
 
+PRIMARY_METRICS = ("p99_ms", "p95_ms", "p50_ms", "mean_ms", "throughput_per_s")
+REVIEW_QUESTION = (
+    "Which first-principles bottleneck class explains the symptom, and which artifact proves "
+    "it reproducibly?"
+)
+
+
+class WorkloadSlice(Strict):
+    """The reproducible slice a claim rests on: configuration, seed, load, shapes, command."""
+
+    config: Text
+    seed: Seed
+    requests: PosInt
+    rate_per_s: PosFloat | None = None
+    shape_mix: Text
+    command: Text
+
+
+class TailFigures(Strict):
+    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict."""
+
+    p99_ms: Float
+    p95_ms: Float
+    p50_ms: Float
+    mean_ms: Float
+    throughput_per_s: Float
+    sla_ok: Bool
+
+
+class ClassFinding(Strict):
+    """One bottleneck class with the metric and threshold that decided it."""
+
+    bottleneck: Text
+    metric: Text
+    value: Float
+    threshold: Text
+    evidence: dict[Text, Float] = Field(default_factory=dict)
+
+
+class Classification(Strict):
+    """Evidence-backed bottleneck classification of the baseline (tail first)."""
+
+    inputs_sha256: Text
+    question: Text = REVIEW_QUESTION
+    primary: ClassFinding
+    secondary: list[ClassFinding] = Field(default_factory=list)
+    tail: TailFigures
+    slice: WorkloadSlice
+    artifact: Text | None = Field(default=None, description="Artifact that proves it.")
+
+
+class Alternative(Strict):
+    """A candidate that was not chosen, with the measured reason it lost."""
+
+    candidate: Text
+    knobs: list[Text] = Field(default_factory=list)
+    tail: TailFigures
+    reason: Text
+
+
+class Mitigation(Strict):
+    """The owner-signed mitigation proposal."""
+
+    inputs_sha256: Text
+    candidate: Text
+    rationale: Text
+    trade_offs: list[Text] = Field(default_factory=list)
+    primary_metric: choice(*PRIMARY_METRICS)  # type: ignore[valid-type]
+    slice: WorkloadSlice
+    baseline: TailFigures
+    chosen: TailFigures
+    knobs: list[Text] = Field(default_factory=list)
+    broad_tuning_bundle: Bool = False
+    rejected: list[Alternative] = Field(default_factory=list)
+
+
+class NamedShapeMix(Strict):
+    """A shape mix the validation matrix ran: production (the packet's) or a stress mix."""
+
+    name: Text
+    source: choice("production", "synthetic")  # type: ignore[valid-type]
+    values: list[PosInt]
+    weights: list[Fraction]
+
+
+class MatrixCell(Strict):
+    """One scenario x configuration of the validation matrix."""
+
+    load_factor: PosFloat
+    rate_per_s: PosFloat | None = None
+    shape_mix: Text
+    seed: Seed
+    config: Text
+    p95_ms: Float
+    p99_ms: Float
+    throughput_per_s: Float
+    fallback_rate: Float
+    hbm_peak_demand_ratio: Float | None = None
+    sla_ok: Bool
+
+
+class MemoryCheck(Strict):
+    """Fusion validated against memory constraints (SRAM capacity, spill, HBM bursts)."""
+
+    batch: PosInt
+    seq_len: PosInt
+    sram_over_capacity: list[Text] = Field(default_factory=list)
+    spill_mb_per_request: NonNegFloat
+    baseline_spill_mb_per_request: NonNegFloat
+    hbm_peak_demand_ratio_max: Float | None = None
+    baseline_hbm_peak_demand_ratio_max: Float | None = None
+    verdict: Text
+
+
+class ValidationMatrix(Strict):
+    """Load levels x shape mixes x seeds, each run for the baseline and the candidate."""
+
+    inputs_sha256: Text
+    candidate: Text
+    requests: PosInt
+    load_factors: list[PosFloat]
+    shape_mixes: list[NamedShapeMix]
+    seeds: list[Seed]
+    cells: list[MatrixCell]
+    memory: MemoryCheck
+
+
+class RollbackTrigger(Strict):
+    """Revert when a metric crosses a threshold for a window (metric names as in run JSON)."""
+
+    metric: Text
+    comparison: choice(">", "<")  # type: ignore[valid-type]
+    threshold: Float
+    window_s: PosFloat
+    action: Text
+    derived_from: Text
+
+
+class Override(Strict):
+    """An owner overriding the computed recommendation, with the written rationale."""
+
+    role: choice(*ALL_ROLES)  # type: ignore[valid-type]
+    principal: Principal
+    decision: choice("ship", "ship-guarded", "hold")  # type: ignore[valid-type]
+    rationale: Text
+    time: Text
+
+
+class Release(Strict):
+    """The release recommendation by the documented rule, and any recorded override."""
+
+    inputs_sha256: Text
+    recommendation: choice("ship", "ship-guarded", "hold")  # type: ignore[valid-type]
+    computed: choice("ship", "ship-guarded", "hold")  # type: ignore[valid-type]
+    rule: Text
+    reasons: list[Text] = Field(default_factory=list)
+    override: Override | None = None
+
+
 class Outputs(Strict):
     """What the workbench concluded (written by its commands, not by hand)."""
 
-    classification: FreeForm | None = None
-    mitigation: FreeForm | None = None
-    validation_matrix: FreeForm | None = None
-    rollback_triggers: FreeForm | None = None
-    release: FreeForm | None = None
+    classification: Classification | None = None
+    mitigation: Mitigation | None = None
+    validation_matrix: ValidationMatrix | None = None
+    rollback_triggers: list[RollbackTrigger] = Field(default_factory=list)
+    release: Release | None = None
 
 
 class Signature(Strict):

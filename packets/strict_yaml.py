@@ -102,22 +102,6 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got '{text}'")
 
 
-def resolve_plain(value: Any) -> Any:
-    """Resolve every `Plain` inside a loaded tree by YAML 1.2 core rules (for free-form data)."""
-    if isinstance(value, dict):
-        return {k: resolve_plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve_plain(v) for v in value]
-    if isinstance(value, Plain):
-        if value in TRUE_WORDS or value in FALSE_WORDS:
-            return value in TRUE_WORDS
-        try:
-            return parse_number(value)
-        except ValueError:
-            return str(value)
-    return value
-
-
 @dataclass
 class LoadedYaml:
     """A loaded document: the data (dicts, lists, str, Plain, None) and each value's line."""

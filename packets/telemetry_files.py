@@ -30,8 +30,7 @@ from model.telemetry import (
 )
 from model.telemetry.columns import normalize_column_name
 
-from .errors import UsageError
-from .telemetry_io import TelemetryProblem
+from .errors import TelemetryProblem, UsageError
 
 SNIFF_BYTES = 1 << 16
 """How much of a file is read to tell what it holds."""

@@ -10,7 +10,7 @@ from model.compiler.hardware import PRESET_NAMES, HardwareEnvelope, preset
 from model.telemetry.errors import TelemetryError
 from model.telemetry.kernels import KernelTelemetry, read_kernel_telemetry
 
-from .errors import PacketError, UsageError
+from .errors import PacketError, TelemetryProblem, UsageError
 from .hardware_file import dump_hardware, load_hardware_file
 
 
@@ -37,10 +37,6 @@ def read_kernels(paths: list[Path]) -> KernelTelemetry:
         return read_kernel_telemetry(paths)
     except TelemetryError as exc:
         raise TelemetryProblem(str(exc)) from None
-
-
-class TelemetryProblem(Exception):
-    """Telemetry that cannot be used (exit 1, like an invalid packet)."""
 
 
 def calibrate_kernels(

@@ -1,33 +1,420 @@
-"""The Textual app (a first shell: packet title and inputs; the full step flow comes later)."""
+"""The workbench app: one screen per step, a step list, autosaved drafts, remappable keys.
+
+Domain work happens in textual-free modules (`session`, `drafts`, `form`, `facts`, `keymap`);
+this module wires them to Textual. Every binding has an id (remap them in keymap.toml, see
+`keymap.py`); app-wide keys are ctrl/F-keys with priority so they work while a field has focus.
+"""
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextlib
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
 
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.widgets import Footer, Header, Static
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.reactive import var
+from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 
-from packets.load import LoadedPacket
+from packets.errors import Problem, UsageError, dotted
+from packets.examples import DEFAULT_EXAMPLE, example_path
+
+from . import drafts, keys
+from .keymap import keymap_path, load_keymap
+from .palette import PaletteCommand, WorkbenchCommands
+from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
+from .session import (
+    WorkingPacket,
+    apply_edit,
+    changed_fields,
+    save_packet,
+    set_pending,
+    source_changed,
+)
+from .stall import StallMonitor
+from .steps import Progress, Step, default_steps
+from .theming import apply_theme, load_themes
+from .widgets.step_list import StepRow
+
+EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
+DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
 
 
-class WorkbenchApp(App[None]):
-    """Shows a packet's title and inputs; `q` quits."""
+@dataclass(frozen=True)
+class WorkbenchOptions:
+    """How the app runs.
 
+    Attributes:
+        theme: theme name from themes/ (None: the default theme).
+        drafts_folder: where drafts are kept (None: $XDG_STATE_HOME/handoff-workbench/drafts).
+        keymap_file: the keymap file (None: $XDG_CONFIG_HOME/handoff-workbench/keymap.toml).
+        stall_report: write event-loop lag statistics (JSON) here on exit (None: no monitor).
+        steps: the step list (None: `steps.default_steps()`).
+    """
+
+    theme: str | None = None
+    drafts_folder: Path | None = None
+    keymap_file: Path | None = None
+    stall_report: Path | None = None
+    steps: tuple[Step, ...] | None = field(default=None, compare=False)
+
+
+class WorkbenchApp(App[int]):
+    """Steps through a handoff packet; edits are checked as a packet file is, and autosaved."""
+
+    CSS_PATH = Path(__file__).parent / "app.tcss"  # absolute: subclasses may live anywhere
     TITLE = "handoff-workbench"
-    BINDINGS = [Binding("q", "quit", "Quit", id="quit")]
+    COMMANDS: ClassVar = {WorkbenchCommands}
+    HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-compact"), (120, "-wide")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "next_step", "Next", id="next-step", priority=True),
+        Binding("ctrl+o", "previous_step", "Back", id="previous-step", priority=True),
+        Binding("ctrl+s", "save", "Save", id="save", priority=True),
+        Binding("f1", "help", "Help", id="help", priority=True),
+        Binding("question_mark", "help", "Help", id="help-question", show=False),
+        Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True),
+        Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+    ]
 
-    def __init__(self, loaded: LoadedPacket) -> None:
+    working: var[WorkingPacket] = var(None, always_update=False)  # type: ignore[arg-type]
+    """The packet under edit (replaced, never mutated, on every accepted edit)."""
+    left: var[frozenset[str]] = var(frozenset())
+    """Ids of the steps the user has been through and moved on from."""
+    current_step: var[str] = var("")
+    """Id of the step on screen."""
+
+    def __init__(self, working: WorkingPacket, options: WorkbenchOptions | None = None) -> None:
         super().__init__()
-        self.loaded = loaded
+        self.options = options or WorkbenchOptions()
+        self.steps: tuple[Step, ...] = self.options.steps or default_steps()
+        self.drafts_folder = self.options.drafts_folder or drafts.drafts_dir()
+        self.keymap_file = self.options.keymap_file or keymap_path()
+        self.set_reactive(WorkbenchApp.working, working)
+        self.draft_settled = False
+        """False while an earlier draft awaits the user's decision: nothing may overwrite it."""
+        self.exit_notes: dict[str, str] = {}
+        """Lines for the command line to print after exit (where unsaved edits were kept...)."""
+        self._startup_warnings: list[str] = []
+        self._overwrite_armed = False
+        self._exit_deadline: threading.Timer | None = None
+        self._draft_timer: Timer | None = None
+        self._stall_monitor = StallMonitor() if self.options.stall_report else None
+        for step in self.steps:
+            self.add_mode(step.id, partial(step.screen, step))
+        for number, step in enumerate(self.steps[:9], start=1):
+            # Jump keys come from the step list, so they are added per instance (with ids).
+            jump = Binding(
+                str(number), f"goto_step('{step.id}')", step.title, show=False, id=f"goto-{step.id}"
+            )
+            self._bindings.key_to_bindings.setdefault(jump.key, []).append(jump)
+        themes = load_themes()
+        for theme in themes.themes:
+            self.register_theme(theme)
+        self._startup_warnings += themes.warnings
+        warning = apply_theme(self, self.options.theme)
+        if warning:
+            self._startup_warnings.append(warning)
 
-    def compose(self) -> ComposeResult:
-        packet = self.loaded.packet
-        yield Header()
-        yield Static(f"[b]{packet.title}[/b]\n{packet.topic} - {packet.anchor_metric}", id="title")
-        inputs = packet.inputs.model_dump(mode="json", exclude_none=True)
-        yield Static(json.dumps(inputs, indent=2), id="inputs", markup=False)
-        yield Footer()
+    # --- lifecycle -------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        self.sub_title = self.loaded.name
+        loaded = load_keymap(self.keymap_file, self.binding_ids())
+        if loaded.keymap:
+            self.set_keymap(loaded.keymap)
+        if loaded.warning:
+            self._startup_warnings.append(loaded.warning)
+        self._install_signal_handlers()
+        if self._stall_monitor is not None:
+            self.run_worker(self._stall_monitor.run(), name="stall-monitor", exit_on_error=False)
+        self.goto_step(self.steps[0].id)
+        self._update_subtitle()
+        for warning in self._startup_warnings:
+            self.notify(warning, severity="warning", timeout=10)
+        self._offer_draft()
+
+    def on_unmount(self) -> None:
+        self._remove_signal_handlers()
+        if self._stall_monitor is not None and self.options.stall_report:
+            try:
+                self._stall_monitor.write_report(self.options.stall_report)
+            except OSError as exc:
+                self.exit_notes["stall"] = f"stall report not written: {exc}"
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self._on_terminate, signum)
+
+    def _remove_signal_handlers(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGHUP, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(signum)
+
+    def _on_terminate(self, signum: int) -> None:
+        """SIGHUP (the terminal or SSH link is gone) or SIGTERM: save the draft, then exit."""
+        self.save_draft_now()
+        if not self.is_headless and self._exit_deadline is None:
+            # A dead terminal can stall the driver's restore writes: exit regardless after a
+            # grace period (cancelled in `run` once the app has exited on its own).
+            self._exit_deadline = threading.Timer(EXIT_GRACE_S, os._exit, args=(128 + signum,))
+            self._exit_deadline.daemon = True
+            self._exit_deadline.start()
+        self.exit(return_code=128 + signum)
+
+    def run(self, *args: Any, **kwargs: Any) -> int | None:
+        """Run the app (see `App.run`); a pending hangup deadline is cancelled on return."""
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            if self._exit_deadline is not None:
+                self._exit_deadline.cancel()
+
+    # --- drafts ----------------------------------------------------------------------------
+
+    def schedule_draft(self) -> None:
+        """Autosave the draft DRAFT_DELAY_S from now (a burst of keystrokes writes once)."""
+        if self._draft_timer is None:
+            self._draft_timer = self.set_timer(DRAFT_DELAY_S, self.save_draft_now)
+
+    def save_draft_now(self) -> None:
+        """Write the draft for the current packet (or remove it when nothing is unsaved)."""
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+            self._draft_timer = None
+        if not self.draft_settled or self.working.source is None:
+            return
+        try:
+            path = drafts.write_draft(self.working, self.drafts_folder)
+        except UsageError as exc:
+            message = f"draft not saved: {exc}"
+            if self.exit_notes.get("draft") != message:  # say it once, not on every keystroke
+                self.notify(message, severity="error", timeout=10)
+            self.exit_notes["draft"] = message
+            return
+        if path:
+            self.exit_notes["draft"] = (
+                f"unsaved edits kept in the draft {path}; reopen the packet to recover them"
+            )
+        else:
+            self.exit_notes.pop("draft", None)
+
+    def _offer_draft(self) -> None:
+        working = self.working
+        if working.source is None:
+            self.draft_settled = True
+            return
+        try:
+            found = drafts.read_draft(working.source, self.drafts_folder)
+        except UsageError as exc:  # draft_settled stays False: nothing overwrites that file
+            self.notify(f"{exc}; autosave is off until it is fixed", severity="error", timeout=15)
+            return
+        if isinstance(found, drafts.CorruptDraft):
+            self.notify(str(found), severity="warning", timeout=15)
+        if not isinstance(found, drafts.Draft) or (
+            found.working.packet == working.packet and not found.working.pending
+        ):
+            if isinstance(found, drafts.Draft):
+                drafts.remove_draft(found.path)  # it holds nothing the file does not
+            self.draft_settled = True
+            return
+        question = DraftQuestion(
+            packet_path=str(working.source),
+            draft_path=str(found.path),
+            changes=tuple(changed_fields(working.packet, found.working.packet)),
+            refused_fields=tuple(found.working.pending),
+            file_changed=found.file_changed_since(working.source.read_bytes()),
+        )
+        self.push_screen(RecoverScreen(question), partial(self._draft_decided, found))
+
+    def _draft_decided(self, draft: drafts.Draft, choice: str | None) -> None:
+        try:
+            if choice == "recover":
+                self.working = drafts.recover(draft, self.working)
+                self.notify("Draft recovered: its edits are unsaved until ctrl+s")
+            elif choice == "discard":
+                drafts.remove_draft(draft.path)
+                self.notify("Draft discarded")
+            else:
+                target = drafts.keep_both(draft, draft.working.source, self._writable_folder())
+                self.notify(f"Draft kept as {target}")
+        except (UsageError, OSError) as exc:
+            self.notify(f"draft left in place: {exc}", severity="error", timeout=15)
+            return  # draft_settled stays False: nothing overwrites it this session
+        self.draft_settled = True
+        self.save_draft_now()
+
+    def _writable_folder(self) -> Path | None:
+        """Where new files go: beside the packet, or the current folder for a shipped example."""
+        return Path.cwd() if self.is_shipped_example() else None
+
+    def is_shipped_example(self) -> bool:
+        """True when the packet is one of the examples installed with the workbench."""
+        source = self.working.source
+        shipped = Path(example_path(DEFAULT_EXAMPLE)).resolve().parent
+        return source is not None and source.parent == shipped
+
+    # --- edits -----------------------------------------------------------------------------
+
+    def edit(self, path: tuple[str | int, ...], value: object, text: str) -> Problem | None:
+        """Apply an edit to the packet; on refusal keep `text` as pending and return why."""
+        result = apply_edit(self.working, path, value)
+        if isinstance(result, Problem):
+            self.working = set_pending(self.working, path, text)
+            return result
+        self.working = result
+        return None
+
+    def check_edit(self, path: tuple[str | int, ...], value: object) -> Problem | None:
+        """Why an edit would be refused (None when it would be applied); changes nothing."""
+        result = apply_edit(self.working, path, value)
+        return result if isinstance(result, Problem) else None
+
+    def keep_typed(self, path: tuple[str | int, ...], text: str | None) -> None:
+        """Remember text typed but not applied (None: there is none), so the draft keeps it."""
+        if self.working.pending.get(dotted(path)) != text:
+            self.working = set_pending(self.working, path, text)
+
+    def watch_working(self, working: WorkingPacket) -> None:
+        self.schedule_draft()
+        self._update_subtitle()
+
+    def _update_subtitle(self) -> None:
+        working = self.working
+        marks = []
+        if working.dirty:
+            marks.append("● unsaved")
+        if working.pending:
+            marks.append(f"{len(working.pending)} not applied")
+        self.sub_title = "  ".join([working.packet.id, *marks])
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def step_number(self, step_id: str) -> int:
+        """1-based position of a step."""
+        return next(i for i, step in enumerate(self.steps, start=1) if step.id == step_id)
+
+    def step_rows(self) -> list[StepRow]:
+        """What the step list shows, with each step's done-predicate evaluated now."""
+        progress = Progress(self.working, self.left)
+        return [
+            StepRow(step.id, number, step.title, step.done(progress))
+            for number, step in enumerate(self.steps, start=1)
+        ]
+
+    def goto_step(self, step_id: str) -> None:
+        """Show step `step_id` (the one being left counts as visited)."""
+        if step_id == self.current_step or step_id not in self._modes:
+            return
+        if self.current_step:
+            self.left = self.left | {self.current_step}
+            self.save_draft_now()
+        self.current_step = step_id
+        self.switch_mode(step_id)
+
+    def _step_offset(self, offset: int) -> None:
+        ids = [step.id for step in self.steps]
+        index = ids.index(self.current_step) + offset
+        if 0 <= index < len(ids):
+            self.goto_step(ids[index])
+
+    def action_next_step(self) -> None:
+        """Go to the next step."""
+        self._step_offset(1)
+
+    def action_previous_step(self) -> None:
+        """Go to the previous step."""
+        self._step_offset(-1)
+
+    def action_goto_step(self, step_id: str) -> None:
+        """Go to a step by id."""
+        self.goto_step(step_id)
+
+    NAVIGATION_ACTIONS = frozenset({"next_step", "previous_step", "goto_step", "save"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Step keys and save do nothing while a dialog is open."""
+        return not (isinstance(self.screen, ModalScreen) and action in self.NAVIGATION_ACTIONS)
+
+    # --- other actions ---------------------------------------------------------------------
+
+    def action_save(self) -> None:
+        """Write the packet file (canonical bytes, atomic); the draft is then removed."""
+        if self.is_shipped_example():
+            self.notify(
+                "This is a shipped example: copy it first (workbench examples copy "
+                f"{self.working.packet.id} DEST) and open the copy. Edits stay in the draft.",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        if source_changed(self.working) and not self._overwrite_armed:
+            self._overwrite_armed = True
+            self.notify(
+                "The packet file changed on disk since it was opened: ctrl+s again overwrites it",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        self._overwrite_armed = False
+        try:
+            self.working = save_packet(self.working)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+            return
+        self.save_draft_now()
+        pending = len(self.working.pending)
+        note = f" ({pending} refused field(s) not included)" if pending else ""
+        self.notify(f"Saved {self.working.source}{note}")
+
+    def action_help(self) -> None:
+        """Show every key."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_rows(), str(self.keymap_file)))
+
+    def workbench_themes(self) -> list[str]:
+        """Names of the themes shipped in themes/."""
+        return sorted(n for n in self.available_themes if n.startswith("workbench-"))
+
+    def action_cycle_theme(self) -> None:
+        """Switch to the next workbench theme."""
+        names = self.workbench_themes()
+        index = names.index(self.theme) + 1 if self.theme in names else 0
+        self.set_theme(names[index % len(names)])
+
+    def set_theme(self, name: str) -> None:
+        """Apply theme `name` (falling back cleanly when it does not exist)."""
+        warning = apply_theme(self, name)
+        if warning:
+            self.notify(warning, severity="warning")
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        """Leave the app; unsaved edits stay in the draft."""
+        self.save_draft_now()
+        self.exit(0)
+
+    # --- bindings, help and palette (generated from the bindings: workbench/keys.py) -------
+
+    def binding_ids(self) -> list[str]:
+        """Every binding id a keymap may remap."""
+        return keys.binding_ids(self)
+
+    def help_rows(self) -> list[KeyRow]:
+        """The help screen's table, keymap applied."""
+        return keys.help_rows(self)
+
+    def palette_commands(self, screen: Screen) -> list[PaletteCommand]:
+        """Palette entries for `screen`: actions, steps, themes."""
+        return keys.palette_commands(self, screen)

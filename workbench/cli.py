@@ -13,27 +13,49 @@ import os
 import sys
 from collections.abc import Sequence
 
-from packets.errors import PacketError, UsageError
-from packets.telemetry_io import TelemetryProblem
+from packets.errors import PacketError, TelemetryProblem, UsageError
 
 from .commands import (
+    artifact,
     check,
     diff,
     examples,
+    export,
     open_app,
+    propose,
+    recommend,
     report,
     run,
     schema,
+    serve,
     sign,
     sweep,
     telemetry,
+    validate,
     verify,
     worksheet,
 )
 
 COMMANDS = (
-    open_app, check, schema, examples, run, sweep, worksheet, telemetry, report, diff, sign, verify,
-)  # fmt: skip
+    open_app,
+    serve,
+    check,
+    schema,
+    examples,
+    run,
+    sweep,
+    worksheet,
+    telemetry,
+    report,
+    propose,
+    validate,
+    recommend,
+    artifact,
+    sign,
+    verify,
+    export,
+    diff,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,14 +66,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
+    parser.command_names = list(sub.choices)  # type: ignore[attr-defined]
     return parser
+
+
+def _with_command(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`workbench [PACKET] [OPTIONS]` means `workbench open [PACKET] [OPTIONS]`."""
+    if argv and (argv[0] in parser.command_names or argv[0] in ("-h", "--help")):  # type: ignore[attr-defined]
+        return argv
+    return ["open", *argv]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["open", *(argv or sys.argv[1:])])
+    args = parser.parse_args(_with_command(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         return args.run(args)
     except PacketError as exc:

@@ -125,23 +125,25 @@ def _split_waves(
     reads: np.ndarray,
     out: np.ndarray,
     out_elements: np.ndarray,
+    tile_reads: np.ndarray | None = None,
     full_tiles: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Waves of tiles plus, when the reduction is split, the serialized merge pass.
 
     With split > 1 the tiles write fp32 partials (split x out_elements) instead of the output;
-    a merge pass then reads them back and writes `out`. `full_tiles` is the work measured in
-    full tiles (fractional where edge tiles are ragged): a wave lasts as long as a *full* tile,
-    so per-tile bytes are the bytes over full_tiles, not over the tile count (default: tiles).
+    a merge pass then reads them back and writes `out`. A wave lasts as long as a *full* tile:
+    `tile_reads` is a full tile's HBM reads (default reads / tiles) and `full_tiles` the output
+    measured in full tiles (fractional where edge tiles are ragged; default tiles).
     Returns (time s, memory-bound flag, HBM bytes written and read back beyond `reads`).
     """
+    per_read = reads / tiles if tile_reads is None else tile_reads
     per = tiles if full_tiles is None else full_tiles
     if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
-        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / per, out / per)
+        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, out / per)
         return time, memory_bound, out + 0.0 * time
     partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
     tile_writes = np.where(split > 1, partials, out) / per
-    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, reads / per, tile_writes)
+    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes)
     merge_s = np.where(
         split > 1, hw.fill_latency_us * 1e-6 + (partials + out) / hw.core_hbm_bps(), 0.0
     )
@@ -217,11 +219,14 @@ def gemm_phase(
         a_read = np.zeros_like(a_read)
     out = M * N * b * out_fraction
     reads = a_read + b_read + spill
-    # A ragged edge tile moves fewer bytes than a full one; the wave waits for the full ones.
-    full_tiles = (M / rows) * (N / cols) * split
+    # A wave waits for its full tiles. A-side traffic (A and its spill) is cut along m and
+    # shared by every n-tile of those rows; B-side traffic is cut along n and shared along m.
+    m_full, n_full = M / rows, N / cols
+    tile_reads = (a_read + spill) / (m_full * n_tiles * split) + b_read / (m_tiles * n_full * split)
     time, memory_bound, writes = _split_waves(
-        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, full_tiles
-    )
+        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, tile_reads,
+        m_full * n_full * split,
+    )  # fmt: skip
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,

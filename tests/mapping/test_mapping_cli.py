@@ -135,3 +135,18 @@ def test_a_pinned_service_distribution_cannot_be_mapped(tmp_path: Path) -> None:
     packet = _write(tmp_path / "pinned.yaml", pinned)
     line = pinned.splitlines().index("  service:") + 1
     _one_line_error(_cli("report", str(packet)), 1, f"pinned.yaml:{line}: baseline.service")
+
+
+def test_report_and_calibrate_never_import_textual(tmp_path: Path) -> None:
+    gemm = str(measured_dir() / "a100_gemm_bf16.csv")
+    code = (
+        "import contextlib, io, sys\nfrom workbench.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['report', {MAPPING!r}, '--json']) == 0\n"
+        f"    assert main(['telemetry', 'calibrate', {gemm!r}, '--hardware', 'a100-sxm']) == 0\n"
+        "print(' '.join(sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "packets.mapping_report" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("textual", "textual_serve", "plotext")}

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from packets.errors import TelemetryProblem
 from packets.telemetry_files import read_telemetry, telemetry_kind
-from packets.telemetry_io import TelemetryProblem
 from tests.telemetry.test_chrome_trace import pytorch_trace
 
 KERNELS = pl.DataFrame({"op": ["gemm"] * 3, "dtype": "bf16", "m": [16, 32, 64], "n": 4096,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from packets.dump import dump_packet
 from packets.errors import PacketError
 from packets.load import LoadedPacket, parse_packet
-from packets.schema import Packet
+from packets.schema import Packet, RollbackTrigger
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -57,17 +57,22 @@ def edited_packets(draw: st.DrawFn, base: Packet) -> Packet:
             "seed": draw(st.integers(0, 2**63 - 1)),
             "inputs": new_inputs,
             "outputs": base.outputs.model_copy(
-                update={
-                    "mitigation": draw(
-                        st.dictionaries(st.text(min_size=1, max_size=8), json_leaves, max_size=4)
-                    )
-                }
+                update={"rollback_triggers": draw(st.lists(triggers(), max_size=3))}
             ),
         }
     )
 
 
-json_leaves = st.one_of(st.none(), st.booleans(), st.integers(-(2**62), 2**62), positive, text)
+@st.composite
+def triggers(draw: st.DrawFn) -> RollbackTrigger:
+    return RollbackTrigger(
+        metric=draw(text),
+        comparison=draw(st.sampled_from([">", "<"])),
+        threshold=draw(st.floats(allow_nan=False, allow_infinity=False)),
+        window_s=draw(positive),
+        action=draw(text),
+        derived_from=draw(text),
+    )
 
 
 @SETTINGS

@@ -1,4 +1,7 @@
-"""`workbench sign` / `verify` end to end: three key types, ssh-keygen agrees, edits go stale."""
+"""`workbench sign` / `verify` end to end: three key types, ssh-keygen agrees, edits go stale.
+
+The example packet has no outputs yet, so review guards block approvals: these tests sign
+rejections (always allowed); tests/review/test_flow.py signs approvals of a complete packet."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from workbench.cli import main
 
 from .conftest import TestKey, ssh_keygen_generate
 
+REJECT = ("--decision", "reject")
 OWNERS = {
     "ml-compiler-engineer": "ada.park@example.com",
     "kernel-performance-owner": "kenji.sato@example.com",
@@ -27,13 +31,27 @@ def signed(tmp_path: Path, keys: dict[str, TestKey]) -> tuple[Path, Path]:
     rsa = ssh_keygen_generate(tmp_path / "rsa-enc", ["-t", "rsa", "-b", "3072"], "s3cret pass")
     (tmp_path / "pass").write_text("s3cret pass\n")
     roles = list(OWNERS)
-    assert main(["sign", str(packet), "--role", roles[0], "--key", str(keys["ed25519"].path)]) == 0
     assert (
-        main(["sign", str(packet), "--role", roles[1], "--key", str(keys["ecdsa-p256"].path)]) == 0
+        main(["sign", str(packet), "--role", roles[0], "--key", str(keys["ed25519"].path), *REJECT])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "sign",
+                str(packet),
+                "--role",
+                roles[1],
+                "--key",
+                str(keys["ecdsa-p256"].path),
+                *REJECT,
+            ]
+        )
+        == 0
     )
     assert (
         main(["sign", str(packet), "--role", roles[2], "--key", str(rsa),
-              "--passphrase-file", str(tmp_path / "pass")])
+              "--passphrase-file", str(tmp_path / "pass"), *REJECT])
         == 0
     )  # fmt: skip
     lines = [
@@ -108,9 +126,28 @@ def test_signing_refuses_a_principal_that_does_not_hold_the_role(
         "ml-compiler-engineer",
         "--key",
         str(keys["ed25519"].path),
+        *REJECT,
     ]
     assert main([*args, "--principal", "mallory@example.com"]) == 2
     assert "does not hold role" in capsys.readouterr().err
     assert packet.read_bytes() == example_bytes(DEFAULT_EXAMPLE)  # nothing half-written
     assert main(["verify", str(packet)]) == 1
     assert "missing" in capsys.readouterr().out
+
+
+def test_approving_is_refused_while_review_guards_block(
+    tmp_path: Path, keys: dict[str, TestKey], capsys: pytest.CaptureFixture[str]
+) -> None:
+    packet = tmp_path / "p.yaml"
+    packet.write_bytes(example_bytes(DEFAULT_EXAMPLE))
+    args = [
+        "sign",
+        str(packet),
+        "--role",
+        "ml-compiler-engineer",
+        "--key",
+        str(keys["ed25519"].path),
+    ]
+    assert main(args) == 2
+    assert "review guards block" in capsys.readouterr().err
+    assert packet.read_bytes() == example_bytes(DEFAULT_EXAMPLE)

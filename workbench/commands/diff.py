@@ -7,7 +7,6 @@ import json
 from itertools import groupby
 from pathlib import Path
 
-from packets.diffing import diff_packets
 from packets.load import load_packet
 
 
@@ -24,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.diffing import diff_packets
+
     changes = diff_packets(load_packet(args.old).packet, load_packet(args.new).packet)
     if args.json:
         print(json.dumps([c.__dict__ for c in changes], indent=2, ensure_ascii=False))

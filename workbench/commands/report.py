@@ -7,10 +7,6 @@ import json
 import shlex
 from pathlib import Path
 
-from packets.load import load_packet
-from packets.mapping_markdown import report_markdown
-from packets.mapping_report import report
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -50,6 +46,10 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.load import load_packet
+    from packets.mapping_markdown import report_markdown
+    from packets.mapping_report import report
+
     loaded = load_packet(args.packet)
     result = report(
         loaded,

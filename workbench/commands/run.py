@@ -8,7 +8,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.runs import run_packet
 
 from ..render import run_text
 
@@ -49,6 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.runs import run_packet
+
     loaded = load_packet(args.packet)
     try:
         report = run_packet(loaded, args.candidate, seed=args.seed, requests=args.requests)

@@ -16,10 +16,7 @@ from packets.files import atomic_write
 from packets.load import load_packet
 from packets.schema import ALL_ROLES
 from packets.signing.approval import DECISIONS
-from packets.signing.keyfiles import load_private_key, read_public_key_blob
-from packets.signing.sshagent import agent_signer
 from packets.signing.ssherrors import AgentError, KeyLoadError
-from packets.signoff import sign_packet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +55,16 @@ def _passphrase(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.guards import blocking, review_guards
+    from packets.signing.keyfiles import load_private_key, read_public_key_blob
+    from packets.signing.sshagent import agent_signer
+    from packets.signoff import sign_packet
+
     loaded = load_packet(args.packet)
+    blocked = blocking(review_guards(loaded.packet))
+    if blocked and args.decision != "reject":  # an owner may always sign a rejection
+        lines = "; ".join(f"{g.id}: {g.detail}" for g in blocked)
+        raise UsageError(f"signing refused: review guards block ({lines})")
     try:
         if args.agent:
             blob = read_public_key_blob(args.key) if args.key else None

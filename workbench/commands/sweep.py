@@ -9,7 +9,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.sweeps import parse_axis, run_grid
 
 TABLE_COLUMNS = (
     "latency_p99_ms",
@@ -45,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.sweeps import parse_axis, run_grid
+
     loaded = load_packet(args.packet)
     axes = [parse_axis(text) for text in args.sets]
     try:

@@ -7,11 +7,6 @@ import argparse
 import json
 from pathlib import Path
 
-from model.compiler.accuracy import accuracy_report, report_markdown
-from packets.files import atomic_write
-from packets.mapping_markdown import calibration_markdown
-from packets.telemetry_io import calibrate_kernels, hardware_argument, read_kernels
-
 
 def _output_flags(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
@@ -50,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from model.compiler.accuracy import accuracy_report, report_markdown
+    from packets.telemetry_io import hardware_argument, read_kernels
+
     hardware = hardware_argument(args.hardware)
     telemetry = read_kernels(args.files)
     report = accuracy_report(telemetry.frame, hardware)
@@ -64,6 +62,10 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    from packets.files import atomic_write
+    from packets.mapping_markdown import calibration_markdown
+    from packets.telemetry_io import calibrate_kernels, hardware_argument, read_kernels
+
     hardware = hardware_argument(args.hardware)
     telemetry = read_kernels(args.files)
     result, data = calibrate_kernels(telemetry, hardware, args.hardware, args.files)

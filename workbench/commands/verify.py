@@ -7,9 +7,6 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.signing.allowed_signers import AllowedSignersError, load_allowed_signers
-from packets.signing.explain import explain_commands
-from packets.signoff import signature_entries, verify_packet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,10 +23,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the ssh-keygen -Y verify commands that check each signature independently",
     )
+    p.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="re-run the model from the inputs and seeds and check the outputs match exactly",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from packets.review.reproduce import reproduce
+    from packets.signing.allowed_signers import AllowedSignersError, load_allowed_signers
+    from packets.signing.explain import explain_commands
+    from packets.signoff import signature_entries, verify_packet
+
     loaded = load_packet(args.packet)
     signers = None
     if args.allowed_signers is not None:
@@ -56,5 +63,14 @@ def run(args: argparse.Namespace) -> int:
             "warning: no --allowed-signers given: a valid signature proves only that the key "
             "inside it signed, not whose key it is"
         )
-    print("verified" if report.ok else "NOT verified")
-    return 0 if report.ok else 1
+    ok = report.ok
+    if args.reproduce:
+        mismatches = reproduce(loaded, str(args.packet))
+        for line in mismatches[:20]:
+            print(f"reproduce: {line}")
+        if len(mismatches) > 20:
+            print(f"reproduce: ... and {len(mismatches) - 20} more")
+        print("outputs reproduced exactly" if not mismatches else "outputs NOT reproduced")
+        ok = ok and not mismatches
+    print("verified" if ok else "NOT verified")
+    return 0 if ok else 1

@@ -6,10 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from model.compiler.worksheet import worksheet, worksheet_markdown
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.scenario import build_scenario, fusion_spec, tile_spec
 
 from .run import positive_int
 
@@ -42,6 +40,9 @@ def _seq_len(text: str | None, mix) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from model.compiler.worksheet import worksheet, worksheet_markdown
+    from packets.scenario import build_scenario, fusion_spec, tile_spec
+
     loaded = load_packet(args.packet)
     try:
         scenario = build_scenario(loaded, args.candidate)

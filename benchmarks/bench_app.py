@@ -1,0 +1,255 @@
+"""bench_app: how fast the workbench starts and whether its UI loop stalls.
+
+Measures, on the default example packet:
+- start to first frame, headless: a fresh process imports `workbench.cli` and builds the app as
+  `workbench open` does, and reports when the first step's screen has painted. Cold runs first evict every file the app
+  reads (modules, bytecode, styles, themes, packet) from the page cache with
+  posix_fadvise(DONTNEED), so they come from disk as after a reboot; warm runs do not.
+- start to first frame in a real terminal: tmux at 80x24, until the Packet step is on screen.
+- step switch, key to screen: ctrl+n in tmux until the next step's title is on screen.
+- UI-loop lag while walking every step and editing fields (`workbench open --stall-report`).
+
+Targets: cold start <= 1.5 s, warm start <= 0.8 s.
+Run: python -m benchmarks.bench_app
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from benchmarks.report import write_section
+
+REPO = Path(__file__).resolve().parents[1]
+COLD_RUNS, WARM_RUNS, TMUX_RUNS = 5, 10, 5
+COLD_TARGET_S, WARM_TARGET_S = 1.5, 0.8
+
+CHILD = """
+import sys
+if sys.argv[2] == "cli":
+    import workbench.cli  # what `workbench open` imports before the app: every command module
+from pathlib import Path
+from packets.examples import DEFAULT_EXAMPLE, example_path
+from packets.load import load_packet
+from workbench.app import WorkbenchApp, WorkbenchOptions
+from workbench.session import open_working
+from workbench.widgets.field_editor import FieldEditor
+from workbench.screens.base import StepScreen
+
+class FirstFrame(WorkbenchApp):
+    reported = False
+
+    def _display(self, screen, renderable):
+        # Textual hands every frame to _display (headless: then drops it): the first one
+        # holding a step screen is the first frame a terminal would show.
+        super()._display(screen, renderable)
+        if renderable is not None and isinstance(screen, StepScreen) and not self.reported:
+            self.reported = True
+            assert screen.query(FieldEditor), "the Packet step has not been composed"
+            print("READY", flush=True)
+            self.exit()
+
+path = example_path(DEFAULT_EXAMPLE)
+FirstFrame(open_working(load_packet(path), Path(path)),
+           WorkbenchOptions(drafts_folder=Path(sys.argv[1]))).run(headless=True, size=(80, 24))
+"""
+
+LIST_FILES = """
+import sys, importlib.util
+import workbench.cli, workbench.app, workbench.steps
+from pathlib import Path
+workbench.steps.default_steps()
+files = set()
+for module in list(sys.modules.values()):
+    source = getattr(module, "__file__", None)
+    if source:
+        files.add(source)
+        if source.endswith(".py"):
+            files.add(importlib.util.cache_from_source(source))
+root = Path(workbench.app.__file__).parent
+files |= {str(p) for p in root.rglob("*.tcss")}
+import themes, packets.examples
+files |= {str(p) for p in Path(themes.__file__).parent.glob("*.toml")}
+files |= {str(p) for p in Path(packets.examples.__file__).parent.glob("examples/*.yaml")}
+print("\\n".join(sorted(files)))
+"""
+
+
+def env(home: Path) -> dict[str, str]:
+    """Environment for a child: isolated home and state, the repository importable."""
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "PYTHONPATH": str(REPO),
+    }
+
+
+def app_files(home: Path) -> list[str]:
+    """Every file a start of the app reads (found by importing it in a child process)."""
+    out = subprocess.run(
+        [sys.executable, "-c", LIST_FILES],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env(home),
+    )
+    return [f for f in out.stdout.splitlines() if os.path.exists(f)]
+
+
+def evict(files: list[str]) -> None:
+    """Drop `files` from the page cache (only these files; nothing system-wide)."""
+    for name in files:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def headless_start(home: Path, path: str = "cli") -> float:
+    """Seconds from launching a fresh process to its report of the first painted frame (the
+    process's exit afterwards is not counted). `path` "cli" imports `workbench.cli` first, as
+    the `workbench open` command does; "app" imports only what the app needs."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(home / "drafts"), path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(home),
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    elapsed = time.perf_counter() - start
+    _, err = child.communicate(timeout=60)
+    if child.returncode != 0 or line.strip() != "READY":
+        raise RuntimeError(f"app did not start: {err[-2000:]}")
+    return elapsed
+
+
+class Tmux:
+    """A private tmux server with one 80x24 session (socket of its own, no user config)."""
+
+    def __init__(self) -> None:
+        tmux = shutil.which("tmux")
+        if tmux is None:
+            raise RuntimeError("tmux is needed for the terminal measurements")
+        self.base = [tmux, "-L", f"bench-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    def start(self, command: list[str], environ: dict[str, str]) -> float:
+        """Start `command`; returns perf_counter() at launch."""
+        keep = ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "PYTHONPATH")
+        env_args = [a for key in keep for a in ("-e", f"{key}={environ[key]}")]
+        start = time.perf_counter()
+        self.run("new-session", "-d", "-s", "b", "-x", "80", "-y", "24", *env_args, *command)
+        return start
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> float:
+        """perf_counter() when `text` is first seen on screen (polled every ~2 ms)."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if text in self.run("capture-pane", "-p", "-t", "b"):
+                return time.perf_counter()
+            time.sleep(0.002)
+        screen = self.run("capture-pane", "-p", "-t", "b")
+        raise RuntimeError(f"'{text}' never appeared; the screen was:\n{screen}")
+
+    def keys(self, *keys: str, gap: float = 0.05) -> None:
+        for key in keys:
+            self.run("send-keys", "-t", "b", key)
+            time.sleep(gap)
+
+    def close(self) -> None:
+        subprocess.run([*self.base, "kill-server"], capture_output=True)
+
+
+def terminal_runs(home: Path) -> tuple[list[float], list[float], dict]:
+    """First-frame times and step-switch latencies (s) in tmux, and the stall report."""
+    firsts, switches = [], []
+    report: dict = {}
+    for run in range(TMUX_RUNS):
+        tmux = Tmux()
+        run_home = home / f"tmux-{run}"  # each run starts clean: no draft from the last one
+        run_home.mkdir()
+        stall_file = run_home / "stalls.json"
+        command = [sys.executable, "-m", "workbench.cli", "open", "--stall-report", str(stall_file)]
+        try:
+            start = tmux.start(command, env(run_home))
+            firsts.append(tmux.wait_for("Workload profile") - start)
+            for title in ("2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"):
+                sent = time.perf_counter()
+                tmux.keys("C-n", gap=0)
+                switches.append(tmux.wait_for(title) - sent)
+            tmux.keys("1", *["Tab"] * 11, "Up", "Up", "Down", "Tab", "Tab", "Tab", "Tab")
+            tmux.keys(*"0.5", "Enter", "C-n", "C-n", "C-o", "C-o", "C-q", gap=0.1)
+            deadline = time.perf_counter() + 10
+            while not stall_file.exists() and time.perf_counter() < deadline:
+                time.sleep(0.05)
+            report = json.loads(stall_file.read_text())
+        finally:
+            tmux.close()
+    return firsts, switches, report
+
+
+def ms(values: list[float]) -> str:
+    """'median (min-max) ms'."""
+    return (
+        f"{statistics.median(values) * 1000:.0f} ms "
+        f"({min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
+    )
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        files = app_files(home)
+        cold = []
+        for _ in range(COLD_RUNS):
+            evict(files)
+            cold.append(headless_start(home))
+        warm = [headless_start(home) for _ in range(WARM_RUNS)]
+        app_only = [headless_start(home, "app") for _ in range(WARM_RUNS)]
+        firsts, switches, stalls = terminal_runs(home)
+    cold_ok = "meets" if statistics.median(cold) <= COLD_TARGET_S else "MISSES"
+    warm_ok = "meets" if statistics.median(warm) <= WARM_TARGET_S else "MISSES"
+    body = f"""\
+| Measure | Median (min-max) | Target |
+|---|---|---|
+| Cold start to first frame, headless ({COLD_RUNS} runs, {len(files)} files evicted) | {ms(cold)} | <= {COLD_TARGET_S} s: {cold_ok} |
+| Warm start to first frame, headless ({WARM_RUNS} runs) | {ms(warm)} | <= {WARM_TARGET_S} s: {warm_ok} |
+| Warm start, the app's own imports only (no `workbench.cli`) ({WARM_RUNS} runs) | {ms(app_only)} | |
+| Start to first full frame in tmux 80x24 ({TMUX_RUNS} runs) | {ms(firsts)} | |
+| Step switch, ctrl+n to next title on screen in tmux ({len(switches)} switches) | {ms(switches)} | |
+
+UI-loop lag while walking the steps and editing fields (last tmux run, `--stall-report`):
+{stalls["samples"]} wake-ups every {stalls["interval_ms"]:g} ms; lag p50 {stalls["p50_ms"]:.1f} ms,
+p99 {stalls["p99_ms"]:.1f} ms, max {stalls["max_ms"]:.1f} ms; {stalls["stalls"]} stalls over 50 ms
+({stalls["stalled_ms"]:.0f} ms in all).
+
+Headless starts go the way `workbench open` does: `import workbench.cli` (every command module),
+load and check the packet, build the app; the "app's own imports only" row leaves out the other
+commands' modules to show the app's share. Cold runs evict the app's own files from the page cache (posix_fadvise DONTNEED) before each
+start; shared libraries and the interpreter may still be cached. Terminal times include tmux's
+redraw and the ~2 ms polling of `capture-pane`.
+"""
+    write_section("app", "App start and UI responsiveness", "python -m benchmarks.bench_app", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Drafts: atomic autosave keyed by the packet's absolute path; bad drafts set aside, not lost."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from packets.dump import dump_packet
+from packets.errors import UsageError
+from packets.load import load_packet
+from workbench import drafts
+from workbench.session import WorkingPacket, apply_edit, set_pending
+
+from .conftest import working_for
+
+P95 = ("inputs", "sla", "p95_ms")
+
+
+def edited(packet_file: Path) -> WorkingPacket:
+    result = apply_edit(working_for(packet_file), P95, 70.0)
+    assert isinstance(result, WorkingPacket)
+    return set_pending(result, ("inputs", "sla", "p99_ms"), "9O")
+
+
+def test_state_home_follows_xdg_and_falls_back_to_home() -> None:
+    assert drafts.state_home({"XDG_STATE_HOME": "/s", "HOME": "/h"}) == Path("/s")
+    assert drafts.state_home({"XDG_STATE_HOME": "relative", "HOME": "/h"}) == Path(
+        "/h/.local/state"
+    )
+    assert drafts.state_home({"HOME": "/h"}) == Path("/h/.local/state")
+    assert drafts.drafts_dir({"HOME": "/h"}) == Path("/h/.local/state/handoff-workbench/drafts")
+
+
+def test_draft_is_keyed_by_absolute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "drafts"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    same = drafts.draft_path(Path("a/p.yaml"), folder)
+    assert same == drafts.draft_path(tmp_path / "a" / "p.yaml", folder)
+    assert same != drafts.draft_path(tmp_path / "b" / "p.yaml", folder)
+    assert same.name.startswith("p-") and same.name.endswith(".draft.json")
+
+
+def test_round_trip_keeps_packet_and_refused_text(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    working = edited(packet_file)
+    path = drafts.write_draft(working, folder)
+    assert path is not None and path.exists()
+    assert os.stat(path).st_mode & 0o777 == 0o600  # drafts may hold unreleased figures
+    found = drafts.read_draft(packet_file, folder)
+    assert isinstance(found, drafts.Draft)
+    assert found.working.packet == working.packet
+    assert dict(found.working.pending) == {"inputs.sla.p99_ms": "9O"}
+    assert not found.file_changed_since(packet_file.read_bytes())
+
+
+def test_draft_bytes_are_deterministic(packet_file: Path) -> None:
+    assert drafts.draft_bytes(edited(packet_file)) == drafts.draft_bytes(edited(packet_file))
+
+
+def test_clean_session_removes_its_draft(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    path = drafts.write_draft(edited(packet_file), folder)
+    assert path is not None
+    assert drafts.write_draft(working_for(packet_file), folder) is None
+    assert not path.exists()
+    assert drafts.read_draft(packet_file, folder) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"{not json", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b'{"format": "something-else"}', "not a handoff-workbench-draft/1 file"),
+        (b'{"format": "handoff-workbench-draft/1"}', "missing packet"),
+    ],
+)
+def test_unreadable_draft_is_set_aside_never_deleted(
+    packet_file: Path, tmp_path: Path, content: bytes, reason: str
+) -> None:
+    folder = tmp_path / "drafts"
+    folder.mkdir()
+    path = drafts.draft_path(packet_file, folder)
+    path.write_bytes(content)
+    found = drafts.read_draft(packet_file, folder)
+    assert isinstance(found, drafts.CorruptDraft)
+    assert reason in found.reason
+    assert not path.exists()
+    assert found.set_aside_as.read_bytes() == content
+    assert found.set_aside_as.name == path.name + ".corrupt-1"
+    assert "kept as" in str(found) and "\n" not in str(found)
+
+
+def test_draft_with_an_invalid_packet_is_corrupt(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    drafts.write_draft(edited(packet_file), folder)
+    path = drafts.draft_path(packet_file, folder)
+    path.write_text(path.read_text().replace("p95_ms: 70.0", "p95_ms: -70.0"))
+    found = drafts.read_draft(packet_file, folder)
+    assert isinstance(found, drafts.CorruptDraft)
+    assert "its packet is invalid" in found.reason and "p95_ms" in found.reason
+
+
+def test_second_corrupt_draft_gets_the_next_number(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    folder.mkdir()
+    path = drafts.draft_path(packet_file, folder)
+    for n in (1, 2):
+        path.write_bytes(b"garbage")
+        found = drafts.read_draft(packet_file, folder)
+        assert isinstance(found, drafts.CorruptDraft)
+        assert found.set_aside_as.name.endswith(f".corrupt-{n}")
+
+
+def test_recover_keeps_the_file_as_saved_state(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    drafts.write_draft(edited(packet_file), folder)
+    found = drafts.read_draft(packet_file, folder)
+    assert isinstance(found, drafts.Draft)
+    current = working_for(packet_file)
+    recovered = drafts.recover(found, current)
+    assert recovered.packet.inputs.sla.p95_ms == 70.0
+    assert recovered.saved == current.packet
+    assert recovered.dirty
+    assert recovered.source_sha256 == current.source_sha256
+
+
+def test_file_changed_since_draft_is_detected(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    drafts.write_draft(edited(packet_file), folder)
+    packet_file.write_bytes(packet_file.read_bytes() + b"# changed\n")
+    found = drafts.read_draft(packet_file, folder)
+    assert isinstance(found, drafts.Draft)
+    assert found.file_changed_since(packet_file.read_bytes())
+
+
+def test_keep_both_writes_a_new_file_and_never_overwrites(
+    packet_file: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "drafts"
+    targets = []
+    for _ in range(2):
+        drafts.write_draft(edited(packet_file), folder)
+        found = drafts.read_draft(packet_file, folder)
+        assert isinstance(found, drafts.Draft)
+        targets.append(drafts.keep_both(found, packet_file))
+        assert not found.path.exists()
+    assert [t.name for t in targets] == ["packet.recovered.yaml", "packet.recovered-2.yaml"]
+    for target in targets:
+        assert target.read_bytes() == dump_packet(load_packet(target).packet)
+        assert load_packet(target).packet.inputs.sla.p95_ms == 70.0
+
+
+def test_draft_that_cannot_be_read_is_left_alone(packet_file: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    drafts.write_draft(edited(packet_file), folder)
+    path = drafts.draft_path(packet_file, folder)
+    path.chmod(0o000)
+    try:
+        if os.access(path, os.R_OK):  # running as root: permissions do not stop reads
+            path.chmod(0o600)
+            path.unlink()
+            path.mkdir()  # a folder where the draft should be cannot be read either
+        with pytest.raises(UsageError, match="cannot read draft"):
+            drafts.read_draft(packet_file, folder)
+        assert path.exists()
+    finally:
+        path.chmod(0o700)

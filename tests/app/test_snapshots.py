@@ -1,0 +1,75 @@
+"""Screenshots of every step at 80x24 and 160x48 (and each theme), compared with the SVGs kept in
+tests/app/snapshots/. Regenerate them with UPDATE_SNAPSHOTS=1 after an intended change; a changed
+screen fails with a diff of its text (or a note that only colours or styles changed)."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+
+from workbench.app import WorkbenchApp
+
+from .conftest import LARGE, SMALL
+from .svg_text import svg_text
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
+
+
+def compare(name: str, svg: str, size: tuple[int, int]) -> str:
+    """'' when `svg` matches the kept snapshot (or was just written), else a readable report."""
+    path = SNAPSHOTS / f"{name}.svg"
+    if UPDATE:
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(svg, encoding="utf-8")
+        return ""
+    if not path.exists():
+        return f"{name}: no snapshot at {path} (run with UPDATE_SNAPSHOTS=1 to create it)"
+    expected = path.read_text(encoding="utf-8")
+    if expected == svg:
+        return ""
+    old, new = svg_text(expected, *size), svg_text(svg, *size)
+    if old != new:
+        diff = difflib.unified_diff(
+            old.splitlines(), new.splitlines(), f"{name} (kept)", f"{name} (now)", lineterm=""
+        )
+        return "\n".join(diff)
+    changed = next(
+        i
+        for i, (a, b) in enumerate(zip(expected.splitlines(), svg.splitlines(), strict=False))
+        if a != b
+    )
+    return f"{name}: same text, different colours or styles (first at SVG line {changed + 1})"
+
+
+async def screenshots(app: WorkbenchApp, size: tuple[int, int], steps: list[str]) -> list[str]:
+    """Visit `steps` by their jump keys and compare each screen; returns the failures."""
+    failures = []
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        for number, step in enumerate(steps, start=1):
+            await pilot.press(str(number))
+            await pilot.pause()
+            assert app.current_step == step
+            name = f"{step}-{app.theme}-{size[0]}x{size[1]}"
+            failures.append(compare(name, app.export_screenshot(title=name), size))
+    return [f for f in failures if f]
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+async def test_every_step_matches_its_snapshot(make_app, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    steps = [step.id for step in app.steps]
+    failures = await screenshots(app, size, steps)
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("theme", ["workbench-light", "workbench-high-contrast", "workbench-ansi"])
+async def test_packet_step_in_each_theme_matches_its_snapshot(make_app, theme: str) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(theme=theme)
+    failures = await screenshots(app, SMALL, ["packet"])
+    assert app.theme == theme
+    assert not failures, "\n\n".join(failures)

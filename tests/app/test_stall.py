@@ -1,0 +1,39 @@
+"""The stall monitor measures event-loop lag: a deliberately blocked loop shows up as a stall."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from workbench.stall import STALL_MS, StallMonitor, summarize
+
+
+def test_summary_statistics() -> None:
+    summary = summarize(np.array([1.0, 2.0, 3.0, 200.0]), 10.0)
+    assert summary.samples == 4
+    assert summary.max_ms == 200.0
+    assert summary.stalls == 1 and summary.stalled_ms == 200.0
+    assert summary.p50_ms == 2.5
+
+
+def test_empty_summary_is_zero() -> None:
+    assert summarize(np.array([]), 10.0).samples == 0
+
+
+async def test_blocking_the_loop_is_recorded_as_a_stall(tmp_path: Path) -> None:
+    monitor = StallMonitor(interval_s=0.005)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.05)
+    time.sleep(0.12)  # block the loop: the monitor wakes at least 120 ms late
+    await asyncio.sleep(0.05)
+    task.cancel()
+    summary = monitor.summary()
+    assert summary.stalls >= 1
+    assert summary.max_ms >= 100.0 > STALL_MS
+    report = tmp_path / "stalls.json"
+    monitor.write_report(report)
+    assert json.loads(report.read_text())["stalls"] == summary.stalls

@@ -1,0 +1,50 @@
+"""`workbench recommend PACKET`: ship / ship-guarded / hold by the documented rule."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from packets.errors import UsageError
+from packets.load import load_packet
+from packets.schema import ALL_ROLES
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recommend",
+        help="release recommendation (ship / ship-guarded / hold)",
+        description="Decide by the documented rule over the validation matrix and the review "
+        "guards. An owner may override only with a written rationale, which is recorded.",
+    )
+    p.add_argument("packet", type=Path, metavar="PACKET")
+    p.add_argument("--override", choices=("ship", "ship-guarded", "hold"), metavar="DECISION")
+    p.add_argument("--role", choices=ALL_ROLES, help="the overriding owner's role")
+    p.add_argument("--rationale", metavar="TEXT", help="why the override (required with it)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from packets.review.release import make_override, release
+    from packets.review.writing import with_outputs, write_packet
+
+    loaded = load_packet(args.packet)
+    out = loaded.packet.outputs
+    if out.mitigation is None or out.validation_matrix is None:
+        raise UsageError(f"{args.packet}: run workbench propose and workbench validate first")
+    override = None
+    if args.override is not None:
+        if not args.role or not args.rationale:
+            raise UsageError("--override needs --role and a written --rationale")
+        try:
+            override = make_override(loaded.packet, args.role, args.override, args.rationale)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    decision = release(loaded.packet, override)
+    write_packet(loaded, with_outputs(loaded.packet, release=decision))
+    print(f"recommendation: {decision.recommendation}"
+          + (f" (overridden from {decision.computed} by {override.role})" if override else ""))  # fmt: skip
+    for reason in decision.reasons:
+        print(f"  - {reason}")
+    print(f"wrote {args.packet}")
+    return 0

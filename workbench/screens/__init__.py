@@ -1,0 +1,1 @@
+"""One screen per step, plus the modal screens (help, draft recovery)."""

@@ -1,0 +1,95 @@
+"""StepScreen: the frame every step shares (header, step list, heading, footer)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, OptionList, Static
+
+from workbench.session import WorkingPacket
+from workbench.widgets.step_list import StepList
+
+if TYPE_CHECKING:
+    from workbench.app import WorkbenchApp
+    from workbench.steps import Step
+
+
+class StepScreen(Screen):
+    """A step's screen. Subclasses yield their content from `compose_main` and update it in
+    `show_packet`, which runs on mount, on every packet change, and when the screen returns."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "focus_steps", "Step list", id="focus-steps", show=False),
+    ]
+
+    def __init__(self, step: Step) -> None:
+        super().__init__(id=f"step-{step.id}")
+        self.step = step
+        self._shown: WorkingPacket | None = None
+        # Start with the breakpoint class the first resize will set: restyling every widget
+        # when it arrives is most of a large screen's start-up time.
+        breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
+        self.add_class(*self._get_breakpoint_classes(self.app.size.width, breakpoints))
+
+    @property
+    def workbench(self) -> WorkbenchApp:
+        """The app, typed."""
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="≡")
+        with Horizontal(id="body"):
+            yield StepList(id="step-list")
+            with Vertical(id="main"):
+                number = self.workbench.step_number(self.step.id)
+                yield Static(f"{number} · {self.step.title}", classes="step-title")
+                yield Static(self.step.purpose, classes="step-purpose")
+                yield from self.compose_main()
+        yield Footer(compact=True, show_command_palette=False)
+
+    def compose_main(self) -> ComposeResult:
+        """The step's own content."""
+        yield from ()
+
+    def show_packet(self, working: WorkingPacket) -> None:
+        """Bring the content up to date with `working`."""
+
+    def on_mount(self) -> None:
+        self.watch(self.workbench, "working", self._packet_changed, init=False)
+        self.watch(self.workbench, "left", self._steps_changed, init=False)
+        self._bring_up_to_date()
+
+    def on_screen_resume(self) -> None:
+        self._bring_up_to_date()
+
+    def _bring_up_to_date(self) -> None:
+        self.refresh_steps()
+        working = self.workbench.working
+        if working is not self._shown:  # screens off the stack catch up when they return
+            self._shown = working
+            self.show_packet(working)
+
+    def _packet_changed(self, working: WorkingPacket) -> None:
+        if self.is_current:
+            self._bring_up_to_date()
+
+    def _steps_changed(self, _: frozenset[str]) -> None:
+        if self.is_current:
+            self.refresh_steps()
+
+    def refresh_steps(self) -> None:
+        """Update the step list's marks."""
+        self.query_one(StepList).show(self.workbench.step_rows(), self.step.id)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if isinstance(event.option_list, StepList) and event.option.id:
+            event.stop()
+            self.workbench.goto_step(event.option.id)
+
+    def action_focus_steps(self) -> None:
+        """Move focus to the step list (leaves any field)."""
+        self.query_one(StepList).focus()

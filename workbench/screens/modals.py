@@ -1,0 +1,118 @@
+"""Modal screens: the key help (generated from the bindings) and the draft-recovery question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    """One line of the key help: where the key works, its key(s), what it does, its id."""
+
+    where: str
+    keys: str
+    description: str
+    binding_id: str
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key the workbench binds, with the binding ids a keymap file can remap."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,f1,question_mark,q", "dismiss", "Close help", id="close-help"),
+    ]
+
+    def __init__(self, rows: Sequence[KeyRow], keymap_file: str) -> None:
+        super().__init__(id="help")
+        self.rows = rows
+        self.keymap_file = keymap_file
+
+    def compose(self) -> ComposeResult:
+        table = Table(expand=True, box=None, header_style="bold", pad_edge=False)
+        table.add_column("Key", no_wrap=True)
+        table.add_column("Action")
+        table.add_column("Where", no_wrap=True)
+        table.add_column("Id (keymap)", no_wrap=True)
+        for row in self.rows:
+            table.add_row(
+                *(Text(cell) for cell in (row.keys, row.description, row.where, row.binding_id))
+            )
+        with Vertical(id="help-box"):
+            yield Static("[b]Keys[/b]  (Esc closes)", classes="modal-title")
+            with VerticalScroll(id="help-scroll"):
+                yield Static(table, id="help-table")
+                yield Static(
+                    f"Remap keys in {self.keymap_file}: one line per binding id, e.g.\n"
+                    '  next-step = "ctrl+j"',
+                    id="help-keymap",
+                )
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(result)
+
+
+@dataclass(frozen=True)
+class DraftQuestion:
+    """What the recovery dialog tells the user about a draft."""
+
+    packet_path: str
+    draft_path: str
+    changes: tuple[str, ...]
+    refused_fields: tuple[str, ...]
+    file_changed: bool
+
+
+class RecoverScreen(ModalScreen[str]):
+    """Asks what to do with a draft left by an earlier session.
+
+    Dismisses with 'recover' (continue the draft's edits), 'discard' (delete the draft) or
+    'keep-both' (write the draft as a new file beside the packet, open the packet as it is).
+    Escape means keep-both: the choice that loses nothing.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "choose('recover')", "Recover", id="draft-recover"),
+        Binding("d", "choose('discard')", "Discard", id="draft-discard"),
+        Binding("k,escape", "choose('keep-both')", "Keep both", id="draft-keep-both"),
+    ]
+
+    def __init__(self, question: DraftQuestion) -> None:
+        super().__init__(id="recover")
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        q = self.question
+        lines = [f"Unsaved edits to [b]{escape(q.packet_path)}[/b] were kept in a draft:"]
+        lines += [f"  • {escape(change)}" for change in q.changes[:8]]
+        if len(q.changes) > 8:
+            lines.append(f"  … and {len(q.changes) - 8} more")
+        if q.refused_fields:
+            lines.append(f"Text not yet accepted in: {escape(', '.join(q.refused_fields))}")
+        if q.file_changed:
+            lines.append("[b]The packet file has changed since the draft was made.[/b]")
+        with Vertical(id="recover-box"):
+            yield Static("[b]Recover draft?[/b]", classes="modal-title")
+            yield Static("\n".join(lines), id="recover-text", markup=True)
+            with Horizontal(id="recover-buttons"):
+                yield Button("Recover (r)", id="recover", variant="primary", compact=True)
+                yield Button("Discard (d)", id="discard", variant="error", compact=True)
+                yield Button("Keep both (k)", id="keep-both", compact=True)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id or "keep-both")
+
+    def action_choose(self, choice: str) -> None:
+        """Close the dialog with `choice`."""
+        self.dismiss(choice)

@@ -1,0 +1,97 @@
+"""The Packet step: every input field, editable, with problems shown where they are."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from packets.errors import Problem, dotted
+from workbench.form import SECTION_TITLES, FieldSpec, input_fields, value_at
+from workbench.session import WorkingPacket
+from workbench.widgets.field_editor import FieldEditor, editor_for
+from workbench.widgets.note import Note
+
+from .base import StepScreen
+
+
+def editor_id(spec: FieldSpec) -> str:
+    """The DOM id of a field's editor, e.g. field-sla-p95_ms."""
+    return "field-" + spec.label.replace(".", "-")
+
+
+def _warning_for(spec: FieldSpec, warnings: tuple[Problem, ...]) -> str:
+    here = [w.message for w in warnings if w.path[: len(spec.path)] == spec.path]
+    return "; ".join(here)
+
+
+class PacketScreen(StepScreen):
+    """The packet's identity, its warnings, and one editor per input field by section."""
+
+    def compose_main(self) -> ComposeResult:
+        sections: dict[str, list[FieldSpec]] = {}
+        for spec in input_fields():
+            sections.setdefault(spec.section, []).append(spec)
+        first, *self._later = sections.values()
+        with VerticalScroll(id="form", can_focus=False):
+            yield Note(id="packet-identity")
+            yield Note(id="packet-warnings")
+            yield self._section(first)
+
+    def _section(self, specs: list[FieldSpec]) -> Vertical:
+        packet = self.workbench.working.packet
+        return Vertical(
+            Static(SECTION_TITLES.get(specs[0].section, specs[0].section), classes="section"),
+            *(editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs),
+            classes="form-section",
+        )
+
+    def on_mount(self) -> None:
+        # The first section paints with the screen; the rest mount right after, so the first
+        # frame comes sooner (fewer widgets to style and lay out before it).
+        self.call_after_refresh(self._mount_later_sections)
+
+    async def _mount_later_sections(self) -> None:
+        if not self.is_attached or self.app._exit or not self._later:  # quitting already
+            return
+        sections, self._later = self._later, []
+        await self.query_one("#form").mount_all([self._section(specs) for specs in sections])
+
+    def show_packet(self, working: WorkingPacket) -> None:
+        packet = working.packet
+        owners = ", ".join(o.name for o in packet.owners)
+        identity = Text.assemble((packet.title, "bold"), f"\n{packet.topic} · owners: {owners}")
+        self.query_one("#packet-identity", Note).say(identity)
+        shown = [f"⚠ {dotted(w.path)}: {w.message}" for w in working.warnings]
+        self.query_one("#packet-warnings", Note).say("\n".join(shown))
+        for editor in self.query(FieldEditor):
+            self._sync(editor, working)
+
+    def _sync(self, editor: FieldEditor, working: WorkingPacket) -> None:
+        spec = editor.spec
+        pending = working.pending.get(dotted(spec.path))
+        editor.show_value(value_at(working.packet, spec.path), pending)
+        editor.warning = _warning_for(spec, working.warnings)
+        if pending is not None and not editor.problem:
+            editor.read(pending, commit=False)  # recovered text: say again what it lacks
+
+    def on_field_editor_mounted(self, event: FieldEditor.Mounted) -> None:
+        """A lazily mounted editor catches up with edits made since it was built."""
+        event.stop()
+        self._sync(event.editor, self.workbench.working)
+
+    def on_field_editor_edited(self, event: FieldEditor.Edited) -> None:
+        event.stop()
+        path = event.editor.spec.path
+        if event.commit:
+            problem = self.workbench.edit(path, event.value, event.text)
+        else:
+            problem = self.workbench.check_edit(path, event.value)
+            typed = event.value != event.editor.accepted
+            self.workbench.keep_typed(path, event.text if typed else None)
+        event.editor.problem = problem.message if problem else ""
+
+    def on_field_editor_refused(self, event: FieldEditor.Refused) -> None:
+        event.stop()
+        self.workbench.keep_typed(event.editor.spec.path, event.text)

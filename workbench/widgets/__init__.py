@@ -1,0 +1,1 @@
+"""Small reusable widgets: field editors, the step list, fact tables."""

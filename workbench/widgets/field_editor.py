@@ -1,0 +1,224 @@
+"""Labelled editors for one packet field: text, choice, and the base the NumberField builds on.
+
+An editor turns what the user types into a value with `form.parse_text` (bounds included).
+Every keystroke is checked (`Edited` with commit=False, or `Refused` with the reason shown
+under the field); Enter, leaving the field, an arrow step or a pick from a list commits
+(`Edited` with commit=True). The screen checks edits against the whole packet and sets
+`problem` when it refuses one. Escape leaves the field, putting back the last accepted value.
+
+Each editor is three small widgets (label, input, unit); the message line is mounted only when
+there is something to say, so a form of fifty fields stays quick to build.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.reactive import reactive
+from textual.suggester import SuggestFromList
+from textual.widget import Widget
+from textual.widgets import Input, Label
+
+from workbench.form import FieldSpec, TextRefused, format_value, parse_text
+
+from .note import Note
+
+
+class FieldEditor(Widget):
+    """Base editor: a label, an Input, a unit suffix, and a message line when needed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "leave", "Leave", id="leave-field"),
+    ]
+
+    problem: reactive[str] = reactive("")
+    """Why the current text was refused ('' when it was accepted)."""
+    warning: reactive[str] = reactive("")
+    """A packet warning about this field ('' when none)."""
+
+    class Edited(Message):
+        """Text the field itself accepts (the packet checks come next); `commit` is True when
+        the user confirmed it (Enter, leaving the field, a step, a pick) and False while typing."""
+
+        def __init__(self, editor: FieldEditor, value: Any, text: str, commit: bool) -> None:
+            super().__init__()
+            self.editor, self.value, self.text, self.commit = editor, value, text, commit
+
+    class Mounted(Message):
+        """The editor is on screen (lazily mounted editors may have missed edits)."""
+
+        def __init__(self, editor: FieldEditor) -> None:
+            super().__init__()
+            self.editor = editor
+
+    class Refused(Message):
+        """The user entered text the field cannot read; `reason` is one line."""
+
+        def __init__(self, editor: FieldEditor, text: str, reason: str) -> None:
+            super().__init__()
+            self.editor, self.text, self.reason = editor, text, reason
+
+    def __init__(self, spec: FieldSpec, value: Any, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="field")
+        self.spec = spec
+        self.accepted = value
+        """The last value the packet took for this field."""
+        self._message: Note | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.spec.short_label, classes="field-label")
+        yield Input(
+            format_value(self.spec, self.accepted),
+            placeholder=self.placeholder(),
+            select_on_focus=False,
+            compact=True,
+            suggester=self.suggester(),
+        )
+        yield Label(self.spec.unit, classes="field-unit")
+
+    def placeholder(self) -> str:
+        """Shown in an empty field."""
+        return "not set" if self.spec.optional else ""
+
+    def suggester(self) -> SuggestFromList | None:
+        """Completions offered while typing (None: none)."""
+        return None
+
+    @property
+    def input(self) -> Input:
+        """The Input the value is typed into."""
+        return self.query_one(Input)
+
+    @property
+    def text(self) -> str:
+        """What the field shows now."""
+        return self.input.value
+
+    @property
+    def unapplied(self) -> bool:
+        """True when the text on screen is not the packet's value."""
+        try:
+            return parse_text(self.spec, self.text) != self.accepted
+        except TextRefused:
+            return True
+
+    def read(self, text: str, *, commit: bool) -> None:
+        """Check `text` and post Edited or Refused."""
+        try:
+            value = parse_text(self.spec, text)
+        except TextRefused as exc:
+            self.problem = str(exc)
+            self.post_message(self.Refused(self, text, str(exc)))
+            return
+        self.post_message(self.Edited(self, value, text, commit))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.read(event.value, commit=False)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.read(event.value, commit=True)
+
+    def on_descendant_blur(self) -> None:
+        if self.unapplied:
+            self.read(self.text, commit=True)
+
+    def show_value(self, value: Any, pending_text: str | None = None) -> None:
+        """Show `value` (the packet's) or, when given, text typed but not applied yet. Text
+        that already reads as `value` is left as typed ('60.50' stays, not '60.5')."""
+        self.accepted = value
+        if pending_text is None and not self.unapplied:
+            return
+        self.set_text(pending_text if pending_text is not None else format_value(self.spec, value))
+
+    def set_text(self, text: str) -> None:
+        """Replace the text without treating it as typing."""
+        editor = self.input
+        if editor.value != text:
+            with editor.prevent(Input.Changed):
+                editor.value = text
+                editor.cursor_position = len(text)
+
+    def action_leave(self) -> None:
+        """Leave the field for the step list, putting back the accepted value."""
+        if self.unapplied:
+            text = format_value(self.spec, self.accepted)
+            self.set_text(text)
+            self.problem = ""
+            self.post_message(self.Edited(self, self.accepted, text, True))
+        self.screen.action_focus_steps()  # type: ignore[attr-defined]
+
+    @property
+    def message(self) -> str:
+        """The line under the field: why it was refused, else a packet warning, else ''."""
+        return self.problem or self.warning
+
+    def _update_message(self) -> None:
+        text = self.message
+        for name, wanted in (("-invalid", bool(self.problem)), ("-warning", bool(self.warning))):
+            if self.has_class(name) != wanted:  # set_class restyles even when nothing changes
+                self.set_class(wanted, name)
+        if self._message is None:
+            if not text:
+                return
+            self._message = Note(text, classes="field-message")
+            self.mount(self._message)
+        else:
+            self._message.say(text)
+
+    def watch_problem(self, _: str) -> None:
+        if self.is_mounted:
+            self._update_message()
+
+    def watch_warning(self, _: str) -> None:
+        if self.is_mounted:
+            self._update_message()
+
+    def on_mount(self) -> None:
+        self._update_message()
+        self.post_message(self.Mounted(self))
+
+
+class ChoiceField(FieldEditor):
+    """A field with a fixed set of values (true/false for flags): type one (completions are
+    offered) or cycle through them with up/down."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cycle(-1)", "Previous choice", id="choice-previous"),
+        Binding("down", "cycle(1)", "Next choice", id="choice-next"),
+    ]
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values this field may take."""
+        return self.spec.choices or ("true", "false")
+
+    def placeholder(self) -> str:
+        return " | ".join(self.choices)
+
+    def suggester(self) -> SuggestFromList:
+        return SuggestFromList(self.choices, case_sensitive=True)
+
+    def action_cycle(self, offset: int) -> None:
+        """Show and apply the next (or previous) choice."""
+        choices = self.choices
+        current = self.text if self.text in choices else format_value(self.spec, self.accepted)
+        index = choices.index(current) + offset if current in choices else 0
+        text = choices[index % len(choices)]
+        self.set_text(text)
+        self.read(text, commit=True)
+
+
+def editor_for(spec: FieldSpec, value: Any, *, id: str | None = None) -> FieldEditor:
+    """The editor widget that suits the field's kind."""
+    if spec.kind in ("integer", "number"):
+        from .number_field import NumberField
+
+        return NumberField(spec, value, id=id)
+    if spec.kind in ("choice", "bool"):
+        return ChoiceField(spec, value, id=id)
+    return FieldEditor(spec, value, id=id)
