@@ -19,6 +19,9 @@ time; in distribution mode stall + the pinned draw + fallback dispatch overhead)
 stretches, then a memory phase (memory-bound time) whose HBM demand, bytes / memory time,
 shares the device bandwidth with the other cores' memory phases: when total demand D exceeds
 bandwidth W every memory phase progresses at rate W / D (fluid, proportional share).
+The service tables have a leading level axis: level c - 1 holds the plan's times and bytes
+when c cores are busy (each holding 1/c of the shared cache); a batch takes the level of the
+cores busy at its dispatch, itself included (level 0 when contention is off).
 Times are ms, bandwidth bytes per ms.
 """
 
@@ -87,8 +90,8 @@ def simulate_kernel(
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
 
     Returns (req_batch, b_start, b_ready, b_mem_start, b_finish, b_core, b_size, b_col,
-    b_lead, b_stall, b_fixed, b_memory, b_slowed, n_batches, tl_time, tl_demand, n_timeline);
-    per-batch
+    b_lead, b_stall, b_fixed, b_memory, b_slowed, b_level, n_batches, tl_time, tl_demand,
+    n_timeline); per-batch
     arrays are valid up to n_batches and the timeline (time, total requested HBM demand in
     bytes/ms from that time on) up to n_timeline.
     """
@@ -129,6 +132,8 @@ def simulate_kernel(
     b_fixed = np.zeros(n)
     b_memory = np.zeros(n)
     b_slowed = np.zeros(n, np.bool_)  # the memory phase ever ran below its own burst rate
+    b_level = np.zeros(n, np.int64)  # table level: cores busy at dispatch - 1
+    n_levels = launch_tab.shape[0]
     tl_size = 1 if dist_mode else 2 * n + 1  # pinned service has no memory phases
     tl_time = np.zeros(tl_size)
     tl_demand = np.zeros(tl_size)
@@ -203,7 +208,7 @@ def simulate_kernel(
                 b_mem_start[b] = t
                 anchor_t[k] = t
                 anchor_rem[k] = b_memory[b]
-                demand[k] = bytes_tab[size_row[b_size[b]], b_col[b]] / b_memory[b]
+                demand[k] = bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_memory[b]
             else:
                 if phase[k] == FIXED:
                     b_mem_start[b] = t
@@ -322,12 +327,18 @@ def simulate_kernel(
                 elif t < compile_done[col]:
                     stall = compile_done[col] - t
             row = size_row[size]
+            level = 0
+            if contention and n_levels > 1:  # cores busy now, this one included, minus 1
+                for q in range(n_cores):
+                    if phase[q] != IDLE:
+                        level += 1
+                level = min(level, n_levels - 1)
             if dist_mode:
                 fixed = stall + req_draw[lead] + (overhead_ms if fb else 0.0)
                 mem = 0.0
             else:
-                fixed = stall + launch_tab[row, col] + compute_tab[row, col]
-                mem = memory_tab[row, col]
+                fixed = stall + launch_tab[level, row, col] + compute_tab[level, row, col]
+                mem = memory_tab[level, row, col]
 
             b_start[b] = t
             b_core[b] = k
@@ -337,6 +348,7 @@ def simulate_kernel(
             b_stall[b] = stall
             b_fixed[b] = fixed
             b_memory[b] = mem
+            b_level[b] = level
             phase[k] = FIXED
             core_batch[k] = b
             fixed_end[k] = t + fixed
@@ -360,6 +372,7 @@ def simulate_kernel(
         b_fixed,
         b_memory,
         b_slowed,
+        b_level,
         nb,
         tl_time,
         tl_demand,
@@ -397,10 +410,10 @@ def warm_up() -> None:
         0.5,
         False,
         np.array([0, 0, 1], np.int64),
-        np.ones((2, 1)),
-        np.ones((2, 1)),
-        np.ones((2, 1)),
-        np.ones((2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
         np.zeros(1, np.bool_),
         0.0,
         0.0,
