@@ -87,8 +87,9 @@ class BatchTrace:
             report the compiled path's parts here and the difference in fallback_extra_ms.
         fallback_extra_ms: extra time of the generic path over the compiled one (pinned
             distribution: the dispatch overhead); 0 where unknown or not fallback.
-        busy_cores: cores busy when the batch was dispatched, itself included (its service
-            table level; 1 when contention is off).
+        busy_cores: the busy-core count whose service table the batch ran with: cores busy
+            at its dispatch, itself included, capped at the levels the table has (1 when
+            contention is off or the table has no busy levels).
         shared_cache_ms: extra service time because the busy cores shared the shared cache
             (data re-read through it alone came from HBM): the busy-core table's time minus
             the alone table's, ms (0 when pinned or with one level).

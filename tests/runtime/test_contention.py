@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from model.runtime.simulate import simulate
 from model.runtime.tables import service_table_from_arrays
 from model.runtime.workload import generate_requests
-from tests.runtime.helpers import random_table, table_config
+from tests.runtime.helpers import random_table, table_config, with_busy_levels
 from tests.runtime.laws import check_laws
 
 SHAPES = (64, 128, 256)
@@ -67,6 +67,8 @@ def loaded_runs(draw):
     max_batch = draw(st.integers(1, 4))
     table = random_table(rng, max_batch, SHAPES, draw(st.sampled_from([None, (128,)])))
     cores = draw(st.integers(2, 6))
+    if draw(st.booleans()):  # busy-core levels: a smaller cache share moves more bytes
+        table = with_busy_levels(table, rng, draw(st.integers(1, cores - 1)))
     mean_service = float(np.mean(table.time_ms))
     cfg = table_config(
         table,
@@ -121,8 +123,10 @@ def test_contention_never_makes_single_request_fifo_faster(run) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(loaded_runs())
 def test_demand_below_bandwidth_changes_nothing(run) -> None:
-    """If every core's burst together fits in the bandwidth, contention is exactly off."""
+    """If every core's burst together fits in the bandwidth (and the plan does not depend on
+    the shared cache: no busy levels), contention is exactly off."""
     cfg, table = run
+    table = dataclasses.replace(table, busy=())
     burst = np.max(table.memory_bound_bytes / table.memory_bound_ms) / 1e6  # GB/s
     # (a hair above the sum, so float rounding of the summed demand cannot cross it)
     roomy = dataclasses.replace(cfg.hardware, hbm_gbs=float(burst * cfg.hardware.cores) * 1.000001)
@@ -130,3 +134,23 @@ def test_demand_below_bandwidth_changes_nothing(run) -> None:
     off = simulate(dataclasses.replace(cfg, hardware=roomy, contention=False), table)
     np.testing.assert_array_equal(on.requests.finish_ms, off.requests.finish_ms)
     assert np.all(on.batches.stretch_ms == 0.0)
+
+
+def test_a_batch_runs_at_the_level_of_the_cores_busy_at_its_dispatch() -> None:
+    """Alone a batch takes 1 ms of memory-bound time; with 2 cores busy the plan moves twice
+    the bytes (its re-reads miss the shared cache) and takes 2 ms. HBM is ample, so only the
+    level matters: the batch at 0 ms runs alone (ends 1.0), the one at 0.5 ms finds a core busy
+    (ends 2.5) and books the extra 1 ms as shared-cache time. Contention off: both alone."""
+    alone = _two_phase_table(1.0, 1.0)
+    table = dataclasses.replace(alone, busy=(_two_phase_table(2.0, 1.0),))
+    result = _run_with_arrivals(table, [0.0, 0.5], cores=2, hbm_gbs=1e6)
+    assert result.requests.finish_ms == pytest.approx([1.0, 2.5], abs=1e-12)
+    assert result.batches.busy_cores.tolist() == [1, 2]
+    assert result.batches.shared_cache_ms == pytest.approx([0.0, 1.0], abs=1e-12)
+    assert result.batches.memory_bound_bytes == pytest.approx([1e6, 2e6])
+    off = _run_with_arrivals(table, [0.0, 0.5], cores=2, hbm_gbs=1e6, contention=False)
+    assert off.requests.finish_ms == pytest.approx([1.0, 1.5], abs=1e-12)
+    assert off.batches.busy_cores.tolist() == [1, 1]
+    # more busy cores than levels computed: the last level holds
+    three = _run_with_arrivals(table, [0.0, 0.1, 0.2], cores=3, hbm_gbs=1e6)
+    assert three.batches.busy_cores.tolist() == [1, 2, 2]
