@@ -173,10 +173,38 @@ def build_service_table(
         "compiled_shape": compiled_shape.astype(np.int64),
     }
     alone, compiled = _arrays(block, hardware, groups, explicit, fallback, axes, None)
-    busy = []
+    levels = {1: alone}
     if hardware.cores > 1 and hardware.shared_cache_mib > 0:
-        for c in range(2, hardware.cores + 1):  # one costing per busy-core count
-            shared = hardware.with_busy_cores(c)
-            arrays, _ = _arrays(block, shared, groups, explicit, fallback, axes, compiled)
-            busy.append(ServiceTable(**arrays, **columns))
-    return ServiceTable(**alone, **columns, busy=tuple(busy))
+
+        def cost(busy_cores: int) -> dict[str, np.ndarray]:
+            shared = hardware.with_busy_cores(busy_cores)
+            return _arrays(block, shared, groups, explicit, fallback, axes, compiled)[0]
+
+        levels[hardware.cores] = cost(hardware.cores)
+        _fill_levels(levels, 1, hardware.cores, cost)
+    if all(_same(levels[c], alone) for c in levels):  # the plan never depends on the cache
+        return ServiceTable(**alone, **columns)
+    busy = tuple(ServiceTable(**levels[c], **columns) for c in range(2, hardware.cores + 1))
+    return ServiceTable(**alone, **columns, busy=busy)
+
+
+def _same(one: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> bool:
+    return all(np.array_equal(one[n], other[n]) for n in _NAMES)
+
+
+def _fill_levels(levels: dict, low: int, high: int, cost) -> None:
+    """Fill levels[low + 1 .. high - 1] (busy-core counts) by bisection, costing only where
+    they can differ. Every cache decision is a threshold on the core's share that flips at most
+    once as the share shrinks, and each flip only adds bytes and time to its own phase: equal
+    tables at two counts mean no decision flips between them, so the counts between are equal
+    too. Recursion depth is log2(cores)."""
+    if high - low <= 1:
+        return
+    if _same(levels[low], levels[high]):
+        for c in range(low + 1, high):
+            levels[c] = levels[low]
+        return
+    middle = (low + high) // 2
+    levels[middle] = cost(middle)
+    _fill_levels(levels, low, middle, cost)
+    _fill_levels(levels, middle, high, cost)
