@@ -93,7 +93,7 @@ class BatchTrace:
         shared_cache_ms: extra service time because the busy cores shared the shared cache
             (data re-read through it alone came from HBM): the busy-core table's time minus
             the alone table's, ms (0 when pinned or with one level).
-        stretch_ms: extra memory time from shared-HBM contention.
+        stretch_ms: extra time of the compute- and memory-bound phases from shared-HBM contention.
         hbm_bytes, memory_bound_bytes, spill_bytes: traffic of the batch (0 when pinned).
         launches: kernels launched (0 when pinned).
     """
@@ -241,11 +241,13 @@ def run_kernel(
     big_b = int(config.batch_policy.max_batch)
     if table is None:
         size_row = np.zeros(big_b + 1, dtype=np.int64)
-        grids = [np.zeros((1, 1, len(columns.shapes))) for _ in range(4)]
+        grids = [np.zeros((1, 1, len(columns.shapes))) for _ in range(5)]
     else:
         size_row = table_rows(table, big_b)
         names = ("launch_ms", "compute_bound_ms", "memory_bound_ms", "memory_bound_bytes")
         grids = [np.ascontiguousarray(level_stack(table, name)) for name in names]
+        compute_bytes = level_stack(table, "hbm_bytes") - grids[3]  # moved by compute-bound
+        grids.append(np.ascontiguousarray(np.maximum(compute_bytes, 0.0)))
     out = simulate_kernel(
         arrival, plan.req_col, plan.req_sub, plan.req_base, plan.req_est_ms, draws,
         plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
@@ -363,7 +365,8 @@ def _batch_trace(config, table, all_compiled_table, columns, stream, out: Kernel
     if table is None or not np.any(out.slowed):
         stretch = zeros
     else:  # only phases that ever ran slowed: elsewhere the difference is rounding noise
-        stretched = np.maximum(0.0, (out.finish - out.memory_start) - out.memory)
+        alone = level_stack(table, "time_ms")[out.level, row, out.col]  # at the batch's level
+        stretched = np.maximum(0.0, (out.finish - out.start) - (out.stall + alone))
         stretch = np.where(out.slowed, stretched, 0.0)
     return BatchTrace(
         start_ms=out.start,

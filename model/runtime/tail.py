@@ -156,17 +156,22 @@ def active_drivers(result: RuntimeResult, table: ServiceTable | None) -> tuple[s
     if np.any(result.batches.fallback) or np.any(result.batches.stall_ms > 0):
         active.append("fallback")
     if cfg.contention and not result.pinned and table is not None:
-        levels = (table, *table.busy)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            burst = max(
-                float(np.max(np.where(t.memory_bound_ms > 0,
-                                      t.memory_bound_bytes / t.memory_bound_ms, 0.0)))
-                for t in levels
-            )  # fmt: skip
+        burst = max(_burst_rate(t) for t in (table, *table.busy))
         shares_cache = any(not np.array_equal(t.time_ms, table.time_ms) for t in table.busy)
         if cfg.hardware.cores * burst > cfg.hardware.hbm_gbs * 1e6 or shares_cache:
             active.append("contention")
     return tuple(active)
+
+
+def _burst_rate(table: ServiceTable) -> float:
+    """Highest HBM demand of a compute- or memory-bound phase in the table, bytes/ms."""
+    compute_bytes = table.hbm_bytes - table.memory_bound_bytes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory = np.where(
+            table.memory_bound_ms > 0, table.memory_bound_bytes / table.memory_bound_ms, 0.0
+        )
+        compute = np.where(table.compute_bound_ms > 0, compute_bytes / table.compute_bound_ms, 0.0)
+    return float(max(np.max(memory), np.max(compute)))
 
 
 def switched_off(
