@@ -16,7 +16,10 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   half the shared cache are read once.
 * An operand produced on chip by an earlier op of the same kernel costs no HBM traffic, but a
   GEMM must hold its whole m-tile x K panel in SRAM; the part that does not fit spills (written
-  to HBM and read back), and is reported as spill bytes.
+  to HBM and read back), and is reported as spill bytes. A GEMM whose operand another tiled op
+  of the kernel produced runs inside that op's tiles, split over them (`fused_gemm_phase`).
+* Operands that fit half the shared cache are read from HBM once; `shared_cache_mib` is the
+  core's share of it (`HardwareEnvelope.with_busy_cores`).
 * Elementwise phases stream their bytes at the core's achievable bandwidth or run at vector
   throughput, whichever is slower.
 

@@ -5,7 +5,9 @@ Inside a kernel the ops run one after another as phases (see model.compiler.kern
 by an earlier op of the same kernel stays on chip, except keys and values (the KV cache) and
 tensors read by later kernels or leaving the block. Each GEMM and attention op gets its tile
 from the plan or, for ops the plan leaves out, from an autotuning search per point (the tile
-minimizing that op's phase time in its kernel).
+minimizing that op's phase time in its kernel), or the compiled tiles given (`compiled_tiles`).
+A GEMM whose A operand another tiled op of its kernel produced runs inside that op's tiles,
+split over them (model.compiler.fused); its tile is derived from the producer's.
 """
 
 from __future__ import annotations
