@@ -52,30 +52,49 @@ def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
     return min(arrival[j], timer)
 
 
-@njit(cache=True)
-def _fair_rates(phase, demand, capacity, contention, out):
-    """Write into `out` each core's progress rate (fraction of its own speed) under max-min
-    fair sharing of `capacity` among the demands of stretchable phases; return total demand."""
+@njit(cache=True, inline="always")
+def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, contention):
+    """Share `capacity` max-min fairly among the demands of the stretchable phases (core k's
+    phase just changed at time t): set each core's progress rate (fraction of its own speed),
+    re-anchoring the progress of every other core whose rate changes. Returns total demand.
+
+    Water-filling without sorting: start the level at capacity / active; phases demanding no
+    more than the level are satisfied, and the level rises to share what they leave among the
+    rest; repeat until no more are satisfied (one pass when every demand exceeds the first
+    level, the common case of memory-bound phases)."""
     total = 0.0
     active = 0
-    for k in range(phase.shape[0]):
-        out[k] = 1.0
-        if phase[k] >= COMPUTE and demand[k] > 0:
-            total += demand[k]
+    lowest = np.inf
+    for q in range(phase.shape[0]):
+        if phase[q] >= COMPUTE and demand[q] > 0:
+            total += demand[q]
             active += 1
-    if not contention or total <= capacity:
-        return total
-    wanted = np.sort(demand[(phase >= COMPUTE) & (demand > 0)])
-    left = capacity
-    level = 0.0
-    for i in range(active):  # raise the water level past the demands it covers
-        level = left / (active - i)
-        if wanted[i] > level:
-            break
-        left -= wanted[i]
-    for k in range(phase.shape[0]):
-        if phase[k] >= COMPUTE and demand[k] > level:
-            out[k] = level / demand[k]
+            lowest = min(lowest, demand[q])
+    level = np.inf
+    if contention and total > capacity:
+        level = capacity / active
+        satisfied = 0
+        while lowest <= level:  # some phases need less than the level: give it to the rest
+            kept = 0.0
+            count = 0
+            for q in range(phase.shape[0]):
+                if phase[q] >= COMPUTE and 0 < demand[q] <= level:
+                    kept += demand[q]
+                    count += 1
+            if count == satisfied:
+                break
+            satisfied = count
+            level = (capacity - kept) / (active - count)
+    for q in range(phase.shape[0]):
+        if phase[q] < COMPUTE:
+            rate[q] = 1.0
+            continue
+        new = level / demand[q] if demand[q] > level else 1.0
+        if new != rate[q]:
+            if q != k:  # re-anchor the progress made at the old rate
+                anchor_rem[q] = max(0.0, anchor_rem[q] - (t - anchor_t[q]) * rate[q])
+                anchor_t[q] = t
+            rate[q] = new
     return total
 
 
@@ -137,7 +156,6 @@ def simulate_kernel(
     anchor_rem = np.zeros(n_cores)
     demand = np.zeros(n_cores)
     rate = np.ones(n_cores)
-    new_rate = np.ones(n_cores)
     core_batch = np.full(n_cores, -1, np.int64)
     planned_finish = np.zeros(n_cores)
     queued_est = np.zeros(n_cores)
@@ -160,8 +178,10 @@ def simulate_kernel(
     b_level = np.zeros(n, np.int64)  # table level: cores busy at dispatch - 1
     n_levels = launch_tab.shape[0]
     tl_size = 1 if dist_mode else 3 * n + 1  # pinned service has no memory phases
-    tl_time = np.zeros(tl_size)
-    tl_demand = np.zeros(tl_size)
+    tl_time = np.empty(tl_size)  # only the first n_tl entries are written and read
+    tl_demand = np.empty(tl_size)
+    tl_time[0] = 0.0
+    tl_demand[0] = 0.0
     n_tl = 1  # the timeline starts at 0 ms with no demand
 
     t = 0.0
@@ -251,17 +271,13 @@ def simulate_kernel(
                 done += b_size[b]
                 demand[k] = 0.0
             if before > 0 or demand[k] > 0:  # the set of HBM demands changed: share again
-                total = _fair_rates(phase, demand, hbm_bytes_per_ms, contention, new_rate)
-                for q in range(n_cores):
-                    if phase[q] < COMPUTE:
-                        rate[q] = 1.0
-                        continue
-                    if q != k and new_rate[q] != rate[q]:  # re-anchor only changed progress
-                        anchor_rem[q] = max(0.0, anchor_rem[q] - (t - anchor_t[q]) * rate[q])
-                        anchor_t[q] = t
-                    rate[q] = new_rate[q]
-                    if rate[q] < 1.0:
-                        b_slowed[core_batch[q]] = True
+                total = _share_bandwidth(
+                    t, k, phase, demand, rate, anchor_t, anchor_rem, hbm_bytes_per_ms, contention
+                )
+                if total > hbm_bytes_per_ms and contention:
+                    for q in range(n_cores):
+                        if rate[q] < 1.0:
+                            b_slowed[core_batch[q]] = True
                 tl_time[n_tl] = t
                 tl_demand[n_tl] = total
                 n_tl += 1
