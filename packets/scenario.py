@@ -172,7 +172,10 @@ def runtime_config(
             requests=workload.requests,
             warmup_fraction=workload.warmup_fraction,
         ),
-        hardware=RuntimeHardware(cores=hardware.cores, hbm_gbs=hardware.hbm_gbs),
+        # The bandwidth streams achieve (memory_efficiency of the spec), as the compile model uses.
+        hardware=RuntimeHardware(
+            cores=hardware.cores, hbm_gbs=hardware.hbm_gbs * hardware.memory_efficiency
+        ),
         batch_policy=BatchPolicy(
             config.batch_policy.max_batch,
             config.batch_policy.max_queue_delay_ms,

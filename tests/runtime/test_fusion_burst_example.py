@@ -2,7 +2,7 @@
 
 The packet runs through packets.scenario (hardware, block, compiled plans per busy-core count)
 and model.runtime at a low load (100 decode steps/s: batches of about one request, cores
-mostly alone) and at its own peak-hour load (1,200/s), same seed. Aggressive fusion launches
+mostly alone) and at its own peak-hour load (800/s), same seed. Aggressive fusion launches
 fewer kernels and is faster when alone; at peak load its out_proj re-reads W_o per request from
 HBM (the 4 MiB cache share of a busy core cannot hold it), HBM is oversubscribed more of the
 time, and p95 gets worse. The per-core burst *rate* is capped by the core's port (320 GB/s)
@@ -73,8 +73,8 @@ def test_aggressive_fusion_cuts_launches_and_the_mean_at_low_load(runs) -> None:
 def test_aggressive_fusion_raises_hbm_traffic_and_p95_at_peak_load(runs) -> None:
     base, aggr = runs["baseline", "high"], runs["aggressive-fusion", "high"]
     assert aggr["launches_per_request"] < base["launches_per_request"]
-    assert aggr["hbm_bytes_per_request"] > 1.02 * base["hbm_bytes_per_request"]
-    assert aggr["hbm_oversubscribed_fraction"] > base["hbm_oversubscribed_fraction"] + 0.1
+    assert aggr["hbm_bytes_per_request"] > base["hbm_bytes_per_request"]  # W_o re-read
+    assert aggr["hbm_oversubscribed_fraction"] > base["hbm_oversubscribed_fraction"]
     assert aggr["latency_ms"]["p95"] > 1.1 * base["latency_ms"]["p95"]
     assert base["sla"]["p95_ok"] and not aggr["sla"]["p95_ok"]
     # the tail is memory bandwidth (contention), not launches
