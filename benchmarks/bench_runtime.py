@@ -18,11 +18,9 @@ import numpy as np
 import simpy
 
 from benchmarks.report import write_section
-from benchmarks.synthetic_decode import decode_table
 from model.runtime.inputs import (
     Arrivals,
     BatchPolicy,
-    Fallback,
     RuntimeConfig,
     RuntimeHardware,
     ServiceSpec,
@@ -33,26 +31,21 @@ from model.runtime.kernel import warm_up
 from model.runtime.simulate import simulate
 from model.runtime.sweep import run_sweep
 from model.runtime.workload import generate_requests
+from packets.examples import DEFAULT_EXAMPLE, example_path
+from packets.load import load_packet
+from packets.scenario import build_scenario
 
 COMMAND = "python -m benchmarks.bench_runtime"
 SHAPES = (512, 1024, 2048, 4096)
 
 
-def default_example(requests: int = 20_000, **changes) -> RuntimeConfig:
-    """Stand-in for the default example's baseline: Llama-7B-like decode on 8 cores sharing
-    1,600 GB/s, batching 8 with a 5 ms timer, 4096-token requests falling back (400 ms
-    compile stall), contention on."""
-    cfg = RuntimeConfig(
-        workload=Workload(
-            Arrivals("poisson", rate_per_s=600.0), ShapeMix(SHAPES, (4, 3, 2, 1)), requests, 0.1
-        ),
-        hardware=RuntimeHardware(cores=8, hbm_gbs=1600.0),
-        batch_policy=BatchPolicy(max_batch=8, max_queue_delay_ms=5.0),
-        placement="least-loaded",
-        fallback=Fallback(compile_stall_ms=400.0, dispatch_overhead_us=20.0),
-        seed=7,
-    )
-    return dataclasses.replace(cfg, **changes)
+def default_example(**changes) -> tuple[RuntimeConfig, object]:
+    """The default example packet's baseline (`fusion-tiling-llama-decode`): a 3B-class decode
+    block on npu-8c, 8 cores sharing HBM, batches of up to 8 with a 2 ms timer, an 8192-token
+    long context that falls back (400 ms compile stall), contention on; service times from the
+    compile-plan model. Returns (runtime config, service table)."""
+    scenario = build_scenario(load_packet(example_path(DEFAULT_EXAMPLE)))
+    return dataclasses.replace(scenario.runtime, **changes), scenario.service_table
 
 
 def timed(fn, repeats: int) -> list[float]:
@@ -115,16 +108,15 @@ def end_to_end() -> tuple[float, float]:
 
 def sweep_grid() -> tuple[list[RuntimeConfig], list, list[dict]]:
     """256 points of the default example: max_batch x placement x timer x load."""
-    table = decode_table("none")
+    base, table = default_example()
     configs, labels = [], []
     grid = itertools.product(
         (1, 2, 4, 8),
         ("central-queue", "round-robin", "least-loaded", "shape-affinity"),
         (0.0, 2.0, 5.0, 10.0),
-        (200.0, 400.0, 600.0, 800.0),
+        (125.0, 200.0, 250.0, 300.0),
     )
     for max_batch, placement, delay, rate in grid:
-        base = default_example()
         workload = dataclasses.replace(
             base.workload, arrivals=dataclasses.replace(base.workload.arrivals, rate_per_s=rate)
         )
@@ -143,19 +135,17 @@ def sweep_grid() -> tuple[list[RuntimeConfig], list, list[dict]]:
 
 def main() -> None:
     warm_up()
-    table = decode_table("none")
     lines = [
-        "Service times come from a synthetic Llama-7B-like decode block on an 8-core NPU",
-        "(`benchmarks/synthetic_decode.py`: per-kernel roofline with launch costs, stated",
-        "assumptions, not calibrated) until the compile-plan model's tables land.",
+        "The default example is the shipped `fusion-tiling-llama-decode` packet's baseline,",
+        "with service times (and per-busy-core levels) from the compile-plan model.",
         "",
         "| case | figure | target |",
         "|---|---|---|",
     ]
     for placement in ("least-loaded", "central-queue", "round-robin", "shape-affinity"):
-        cfg = default_example(placement=placement)
+        cfg, table = default_example(placement=placement)
         simulate(cfg, table)
-        ms = timed(lambda cfg=cfg: simulate(cfg, table), 21)
+        ms = timed(lambda cfg=cfg, table=table: simulate(cfg, table), 21)
         lines.append(
             f"| default example, 20,000 requests, 8 cores, batching + fallback + contention, "
             f"{placement} | median {statistics.median(ms):.1f} ms per simulation "

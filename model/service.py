@@ -10,7 +10,7 @@ Units: milliseconds for times, bytes for traffic, GB/s (1e9 bytes/s) for rates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,6 +43,12 @@ class ServiceTable:
             it falls back.
         compiled_shape: (S,) int64, the compiled bucket's shape a runtime shape runs as
             (equal to the shape itself on the fallback path).
+        busy: tables of the same compiled plan (same kernels and tiles) when 2, 3, ... cores
+            run at once, busy[i] for i + 2 busy cores (this one included). Each busy core then
+            holds a smaller share of the shared cache, so data re-read through it alone may
+            come from HBM (model/compiler/README.md "Shared cache"). Empty where it makes no
+            difference to the caller (one core, no shared cache): the table holds for any
+            number of busy cores. Nested tables have no `busy` of their own.
     """
 
     batch_sizes: np.ndarray
@@ -59,6 +65,7 @@ class ServiceTable:
     fallback: np.ndarray
     bucket: np.ndarray
     compiled_shape: np.ndarray
+    busy: tuple[ServiceTable, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         b, s = len(self.batch_sizes), len(self.shapes)
@@ -80,6 +87,25 @@ class ServiceTable:
             shape = np.shape(getattr(self, name))
             if shape != (s,):
                 raise ValueError(f"ServiceTable.{name} has shape {shape}, expected {(s,)}")
+        for i, other in enumerate(self.busy):
+            if other.busy or not (
+                np.array_equal(other.batch_sizes, self.batch_sizes)
+                and np.array_equal(other.shapes, self.shapes)
+                and np.array_equal(other.launches, self.launches)
+            ):
+                raise ValueError(
+                    f"ServiceTable.busy[{i}] must have this table's batch sizes, shapes and "
+                    "launches, and no busy tables of its own"
+                )
+
+    def for_busy_cores(self, busy_cores: int) -> ServiceTable:
+        """The table when `busy_cores` cores (this one included) run at once: this table for 1,
+        busy[busy_cores - 2] above (the last one computed for more cores than that)."""
+        if busy_cores < 1:
+            raise ValueError(f"busy_cores must be >= 1 (got {busy_cores})")
+        if busy_cores == 1 or not self.busy:
+            return self
+        return self.busy[min(busy_cores, len(self.busy) + 1) - 2]
 
     def batch_index(self, batch_size: np.ndarray) -> np.ndarray:
         """Row index for each batch size (batch sizes not in the table raise)."""

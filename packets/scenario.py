@@ -122,6 +122,23 @@ class Scenario:
         """Batch x shape service times of the compiled plan (None for pinned distributions)."""
         return self._table(list(self.config.compiled_shapes.seq_len)) if self.uses_model else None
 
+    def worksheet(self, baseline: Scenario | None, batch: int, seq_len: int) -> dict:
+        """The fusion & tile-plan worksheet at (batch, seq_len), shifts against `baseline`
+        (None: against itself); schema handoff-worksheet/1."""
+        from model.compiler.worksheet import worksheet
+
+        base = baseline or self
+        return worksheet(
+            self.block,
+            self.hardware,
+            fusion_spec(self.config),
+            tile_spec(self.config),
+            batch,
+            seq_len,
+            baseline_fusion=fusion_spec(base.config),
+            baseline_tiles=tile_spec(base.config),
+        )
+
     @cached_property
     def all_compiled_table(self) -> ServiceTable | None:
         """The same plan with every drawn shape compiled: the no-fallback counterfactual."""
@@ -155,7 +172,10 @@ def runtime_config(
             requests=workload.requests,
             warmup_fraction=workload.warmup_fraction,
         ),
-        hardware=RuntimeHardware(cores=hardware.cores, hbm_gbs=hardware.hbm_gbs),
+        # The bandwidth streams achieve (memory_efficiency of the spec), as the compile model uses.
+        hardware=RuntimeHardware(
+            cores=hardware.cores, hbm_gbs=hardware.hbm_gbs * hardware.memory_efficiency
+        ),
         batch_policy=BatchPolicy(
             config.batch_policy.max_batch,
             config.batch_policy.max_queue_delay_ms,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from model.compiler.calibration import Calibration, calibrate
 from model.compiler.hardware import PRESET_NAMES, HardwareEnvelope, preset
 from model.telemetry.errors import TelemetryError
 from model.telemetry.kernels import KernelTelemetry, read_kernel_telemetry
 
 from .errors import PacketError, TelemetryProblem, UsageError
-from .hardware_file import load_hardware_file
+from .hardware_file import dump_hardware, load_hardware_file
 
 
 def hardware_argument(text: str) -> HardwareEnvelope:
@@ -37,4 +39,34 @@ def read_kernels(paths: list[Path]) -> KernelTelemetry:
         raise TelemetryProblem(str(exc)) from None
 
 
-__all__ = ["PacketError", "TelemetryProblem", "hardware_argument", "read_kernels"]
+def calibrate_kernels(
+    telemetry: KernelTelemetry, hardware: HardwareEnvelope, hardware_text: str, files: list[Path]
+) -> tuple[Calibration, bytes]:
+    """Calibrate `hardware` on kernel telemetry: the result (its envelope renamed
+    `<name>-calibrated`, with a `source` saying what it was fitted on) and the
+    `handoff-hardware/1` file bytes. Too few usable rows is a TelemetryProblem."""
+    try:
+        result = calibrate(telemetry.frame, hardware)
+    except ValueError as exc:
+        raise TelemetryProblem(f"{', '.join(map(str, files))}: {exc}") from None
+    names = ", ".join(p.name for p in files)
+    source = (
+        f"calibrated by workbench telemetry calibrate on {result.rows_train + result.rows_heldout}"
+        f" plausible rows of {names}: fitted on {result.rows_train}, held-out MdAPE "
+        f"{result.heldout_mdape:.1%} on {result.rows_heldout} (was "
+        f"{result.original_heldout_mdape:.1%}); base {hardware.name}: {hardware.source}"
+    )
+    name = hardware.name if hardware.name.endswith("-calibrated") else f"{hardware.name}-calibrated"
+    envelope = result.envelope.with_overrides(name=name, source=source)
+    base = hardware_text if hardware_text in PRESET_NAMES else None
+    result = dataclasses.replace(result, envelope=envelope)
+    return result, dump_hardware(envelope, base)
+
+
+__all__ = [
+    "PacketError",
+    "TelemetryProblem",
+    "calibrate_kernels",
+    "hardware_argument",
+    "read_kernels",
+]

@@ -180,6 +180,21 @@ class HardwareEnvelope:
         """On-chip SRAM per unit, bytes."""
         return self.sram_kib_per_unit * 1024.0
 
+    def with_busy_cores(self, busy_cores: int) -> HardwareEnvelope:
+        """The device as one core sees it while `busy_cores` cores (itself included) run at
+        once: its share of the shared cache, shared_cache_mib / busy_cores. Identical
+        co-runners hold equal shares of an LRU cache (Chandra et al., HPCA 2005, model the
+        extra misses from co-runners' stack distances; with equal access streams each keeps
+        1/c); data the core re-reads through the cache alone may then come from HBM. HBM
+        bandwidth is shared at run time (model/runtime contention), not here."""
+        if not (isinstance(busy_cores, int) and 1 <= busy_cores <= self.cores):
+            raise ValueError(
+                f"busy_cores must be a whole number in [1, {self.cores}] (got {busy_cores!r})"
+            )
+        if busy_cores == 1:
+            return self
+        return replace(self, shared_cache_mib=self.shared_cache_mib / busy_cores)
+
     def with_overrides(self, **overrides: Any) -> HardwareEnvelope:
         """A copy with some fields replaced (unknown fields raise a one-line ValueError).
 

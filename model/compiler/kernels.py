@@ -16,7 +16,10 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   half the shared cache are read once.
 * An operand produced on chip by an earlier op of the same kernel costs no HBM traffic, but a
   GEMM must hold its whole m-tile x K panel in SRAM; the part that does not fit spills (written
-  to HBM and read back), and is reported as spill bytes.
+  to HBM and read back), and is reported as spill bytes. A GEMM whose operand another tiled op
+  of the kernel produced runs inside that op's tiles, split over them (`fused_gemm_phase`).
+* Operands that fit half the shared cache are read from HBM once; `shared_cache_mib` is the
+  core's share of it (`HardwareEnvelope.with_busy_cores`).
 * Elementwise phases stream their bytes at the core's achievable bandwidth or run at vector
   throughput, whichever is slower.
 
@@ -234,6 +237,58 @@ def gemm_phase(
         spill_bytes=spill,
         exec_flops=tile_flops * tiles,
         sram_bytes=staging + 0.0 * M,
+    )
+
+
+def fused_gemm_phase(
+    hw: HardwareEnvelope,
+    dtype: str,
+    tokens,
+    n: float,
+    k: float,
+    row_blocks,
+    rows,
+    chunk,
+    chunks,
+    *,
+    out_fraction: float = 1.0,
+) -> PhaseCost:
+    """Cost of C[tokens, n] = A @ B[k, n] run inside the tiles of the op that produced A on chip.
+
+    The producer's tiles cut A into `row_blocks` x `chunks` pieces of `rows` x `chunk` (all (P,)
+    arrays); no tile can see another's piece (tiles of one kernel are unordered), so each tile
+    multiplies its own piece by the matching `chunk` rows of B and writes fp32 partials of its
+    rows x n output, which a merge pass sums (split-K over the producer's chunks). B's slice is
+    fed into every tile through the unit's port; across row blocks B is re-read, once per wave's
+    row blocks (the wave shares a slice through the cache), and from HBM unless B fits half the
+    shared cache (then once). The MACs run on the rows padded to the granule.
+    Returns (P, 1) arrays like gemm_phase (model/compiler/README.md "Fusion and spill").
+    """
+    b = hw.dtype_bytes(dtype)
+    g = hw.tile_granule
+    blocks, rows, chunk, chunks = (_col(v) for v in (row_blocks, rows, chunk, chunks))
+    tiles = blocks * chunks
+    padded = np.ceil(rows / g) * g
+    arithmetic_s = 2.0 * padded * chunk * n / hw.unit_flops(dtype)
+    compute_s = np.maximum(arithmetic_s, chunk * n * b / hw.unit_feed_bps())
+    weight = k * n * b
+    active = np.minimum(tiles, hw.units_per_core)
+    panel_rows = np.minimum(blocks, np.ceil(np.sqrt(active)))
+    cached = weight <= hw.shared_cache_mib * 2**20 / 2
+    reads = np.where(cached, weight, weight * np.ceil(blocks / panel_rows))
+    out_elements = _col(tokens) * n
+    time, memory_bound, writes = _split_waves(
+        hw, tiles, chunks, compute_s, arithmetic_s, reads, out_elements * b * out_fraction,
+        out_elements,
+    )  # fmt: skip
+    staging = STAGES * min(n, 8 * g) * 4 * g * b  # B streamed in 8 x 4 granule blocks
+    return PhaseCost(
+        time_us=time * 1e6,
+        memory_bound=memory_bound,
+        hbm_bytes=reads + writes,
+        spill_bytes=np.zeros_like(reads),
+        exec_flops=2.0 * padded * chunk * n * tiles,
+        sram_bytes=padded * chunk * b + staging,
     )
 
 

@@ -5,7 +5,9 @@ Inside a kernel the ops run one after another as phases (see model.compiler.kern
 by an earlier op of the same kernel stays on chip, except keys and values (the KV cache) and
 tensors read by later kernels or leaving the block. Each GEMM and attention op gets its tile
 from the plan or, for ops the plan leaves out, from an autotuning search per point (the tile
-minimizing that op's phase time in its kernel).
+minimizing that op's phase time in its kernel), or the compiled tiles given (`compiled_tiles`).
+A GEMM whose A operand another tiled op of its kernel produced runs inside that op's tiles,
+split over them (model.compiler.fused); its tile is derived from the producer's.
 """
 
 from __future__ import annotations
@@ -27,9 +29,16 @@ from model.compiler.blocks import (
     tensor_bytes,
     weight_bytes,
 )
+from model.compiler.fused import producer_grid, tiled_producer
 from model.compiler.fusion import Plan
 from model.compiler.hardware import HardwareEnvelope
-from model.compiler.kernels import PhaseCost, attention_phase, elementwise_phase, gemm_phase
+from model.compiler.kernels import (
+    PhaseCost,
+    attention_phase,
+    elementwise_phase,
+    fused_gemm_phase,
+    gemm_phase,
+)
 from model.compiler.tiles import (
     AttentionTile,
     GemmTile,
@@ -172,6 +181,8 @@ class _Context:
     group: tuple[str, ...]
     produced: frozenset[str]  # tensors written by earlier ops of the kernel (on chip)
     escaping: frozenset[str]  # tensors of the kernel that must reach HBM
+    chosen: Mapping[str, np.ndarray]  # tile rows (P, k) of the kernel's earlier tiled ops
+    fixed_rows: Mapping[str, np.ndarray]  # op -> (P, k) tile rows compiled already (no search)
 
     def bytes_of(self, tensors) -> np.ndarray:
         """Total bytes of some activation tensors at every point."""
@@ -186,12 +197,28 @@ def _gemm(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
     n, k = gemm_dims(block, op)
     widths = {t: block.tensor_width(t) for t in spec.writes}
     a_tensor = spec.reads[0]
+    out_fraction = sum(w for t, w in widths.items() if t in ctx.escaping) / sum(widths.values())
+    before = ctx.group[: ctx.group.index(op)]
+    producer = tiled_producer(block, before, a_tensor) if a_tensor in ctx.produced else None
+    if producer is not None:  # A is spread over another tiled op's tiles: split-K inside them
+        grid = producer_grid(block, producer[0], ctx.chosen[producer[0]], producer[1],
+                             ctx.b, ctx.s)  # fmt: skip
+        tokens = block.tokens(ctx.b, ctx.s)
+        cost = fused_gemm_phase(hw, block.dtype, tokens, n, k, grid.row_blocks, grid.rows,
+                                grid.chunk, grid.chunks, out_fraction=out_fraction)  # fmt: skip
+        padded = np.ceil(grid.rows / hw.tile_granule) * hw.tile_granule
+        rows = np.stack([padded, np.full_like(padded, n), grid.chunk, grid.chunks], axis=1)
+        return cost.pick(np.zeros(len(ctx.b), dtype=np.int64)), rows
     context = {
         "a_on_chip": a_tensor in ctx.produced,
         "a_written": a_tensor in ctx.produced and a_tensor in ctx.escaping,
-        "out_fraction": sum(w for t, w in widths.items() if t in ctx.escaping)
-        / sum(widths.values()),
+        "out_fraction": out_fraction,
     }
+    if op in ctx.fixed_rows:  # compiled tiles, one per point
+        rows = ctx.fixed_rows[op]
+        m = block.tokens(ctx.b, ctx.s)
+        cost = gemm_phase(hw, block.dtype, m, n, k, rows, per_point=True, **context)
+        return cost.pick(np.zeros(len(m), dtype=np.int64)), rows
     # A GEMM's cost depends on m alone here: evaluate each distinct m once.
     unique_m, inverse = np.unique(block.tokens(ctx.b, ctx.s), return_inverse=True)
     fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
@@ -208,6 +235,10 @@ def _attention(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
     shape = (ctx.b, q_len, kv_len, block.heads, block.kv_heads, block.head_dim,
              block.phase == "prefill")  # fmt: skip
     context = {"q_in_hbm": "q_rot" not in ctx.produced, "o_to_hbm": "attn_out" in ctx.escaping}
+    if op in ctx.fixed_rows:  # compiled tiles, one per point
+        rows = ctx.fixed_rows[op]
+        cost = attention_phase(hw, block.dtype, *shape, rows, per_point=True, **context)
+        return cost.pick(np.zeros(len(rows), dtype=np.int64)), rows
     fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
     if fixed is None:
         return best_attention(hw, block.dtype, *shape, **context)
@@ -249,12 +280,17 @@ def evaluate_plan(
     *,
     untuned: bool = False,
     dispatch_us: float = 0.0,
+    compiled_tiles: Mapping[str, np.ndarray] | None = None,
 ) -> list[KernelCost]:
     """The kernels of plan `groups` at points (b[i], s[i]); costs per pass of the block.
 
     tiles: validated explicit tiles (see resolve_tiles); other GEMM/attention ops are
         autotuned per point, or take the untuned default tile when `untuned`.
     dispatch_us: extra host dispatch per kernel (the generic path), us.
+    compiled_tiles: op -> (P, 4) or (P, 3) tile rows per point, as an earlier evaluation chose
+        them (KernelCost.tiles): those ops are costed with these tiles, not tuned again (how
+        the compiled plan behaves on a device whose state differs from the one it was tuned
+        on, e.g. a smaller share of the shared cache).
     """
     b = np.asarray(b, dtype=np.float64).ravel()
     s = np.asarray(s, dtype=np.float64).ravel()
@@ -272,7 +308,8 @@ def evaluate_plan(
         phases, chosen = [], {}
         flops = consumed = np.zeros(len(b))
         for op in group:
-            ctx = _Context(block, hw, tiles, untuned, b, s, group, frozenset(produced), escaping)
+            ctx = _Context(block, hw, tiles, untuned, b, s, group, frozenset(produced), escaping,
+                           dict(chosen), compiled_tiles or {})  # fmt: skip
             spec = OPS[op]
             useful = op_flops(block, op, b, s)
             flops = flops + useful

@@ -78,6 +78,58 @@ def _totals(kernels: list[KernelCost], layers: int) -> dict[str, np.ndarray]:
     }
 
 
+_NAMES = ("time_ms", "launch_ms", "compute_bound_ms", "memory_bound_ms", "hbm_bytes",
+          "memory_bound_bytes", "spill_bytes", "peak_hbm_gbs", "launches")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """Where each table column comes from: (B,) batch sizes, (S,) runtime shapes, the compiled
+    buckets, each shape's bucket index (-1: fallback) and the buckets used."""
+
+    batch: np.ndarray
+    runtime: np.ndarray
+    buckets: np.ndarray
+    bucket: np.ndarray
+    fallback: np.ndarray
+    used: np.ndarray
+
+
+def _arrays(
+    block: BlockSpec,
+    hardware: HardwareEnvelope,
+    groups,
+    explicit: Mapping[str, Tile],
+    fallback: FallbackPolicy,
+    axes: _Axes,
+    compiled_tiles: Mapping[str, np.ndarray] | None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The table's (B, S) arrays on `hardware`, and the compiled path's tile rows per op (to
+    cost the same compiled plan again); compiled_tiles: those rows from an earlier call."""
+    shape = (len(axes.batch), len(axes.runtime))
+    table = {n: np.zeros(shape, dtype=np.int64 if n == "launches" else float) for n in _NAMES}
+    chosen: dict[str, np.ndarray] = {}
+    if len(axes.used):  # compiled path: evaluate each used bucket once per batch size
+        b_grid, s_grid = np.meshgrid(axes.batch, axes.buckets[axes.used], indexing="ij")
+        kernels = evaluate_plan(block, hardware, groups, explicit, b_grid.ravel(), s_grid.ravel(),
+                                compiled_tiles=compiled_tiles)  # fmt: skip
+        chosen = {op: rows for k in kernels for op, rows in k.tiles.items()}
+        totals = _totals(kernels, block.layers)
+        column = np.searchsorted(axes.used, axes.bucket[~axes.fallback])
+        for n in _NAMES:
+            table[n][:, ~axes.fallback] = totals[n].reshape(len(axes.batch), -1)[:, column]
+    if axes.fallback.any():  # generic path at the actual shape (untuned tiles: nothing to keep)
+        b_grid, s_grid = np.meshgrid(axes.batch, axes.runtime[axes.fallback], indexing="ij")
+        kernels = evaluate_plan(
+            block, hardware, fusion_groups(block, "none"), {}, b_grid.ravel(), s_grid.ravel(),
+            untuned=True, dispatch_us=fallback.dispatch_overhead_us,
+        )  # fmt: skip
+        totals = _totals(kernels, block.layers)
+        for n in _NAMES:
+            table[n][:, axes.fallback] = totals[n].reshape(len(axes.batch), -1)
+    return table, chosen
+
+
 def build_service_table(
     block: BlockSpec,
     hardware: HardwareEnvelope,
@@ -88,12 +140,14 @@ def build_service_table(
     batch_sizes: Sequence[int],
     shapes: Sequence[int],
 ) -> ServiceTable:
-    """The service-time table of a compiled plan (model.service.ServiceTable), one core alone.
+    """The service-time table of a compiled plan (model.service.ServiceTable), one core alone,
+    with `busy` tables for 2..cores busy cores when the device has several cores and a shared
+    cache (the same compiled tiles, costed with the core's share of the cache).
 
     block, hardware: what runs where. fusion: preset name or op groups. tiles: explicit tiles
-    per op (others autotuned). compiled_shapes: ascending seq_len buckets (may be empty: every
-    shape falls back). fallback: the generic path. batch_sizes, shapes: the table's axes
-    (ascending). Computed in one vectorized pass per path.
+    per op (others autotuned, once, for the core alone). compiled_shapes: ascending seq_len
+    buckets (may be empty: every shape falls back). fallback: the generic path. batch_sizes,
+    shapes: the table's axes (ascending). Computed in one vectorized pass per path and level.
     """
     groups = fusion_groups(block, fusion)
     explicit = resolve_tiles(block, hardware, tiles)
@@ -110,33 +164,47 @@ def build_service_table(
     compiled_shape = np.where(
         fallback_mask, runtime, buckets[np.maximum(bucket, 0)] if len(buckets) else runtime
     )
-    names = ("time_ms", "launch_ms", "compute_bound_ms", "memory_bound_ms", "hbm_bytes",
-             "memory_bound_bytes", "spill_bytes", "peak_hbm_gbs", "launches")  # fmt: skip
-    table = {n: np.zeros((len(batch), len(runtime)), dtype=np.int64 if n == "launches" else float)
-             for n in names}  # fmt: skip
+    axes = _Axes(batch, runtime, buckets, bucket, fallback_mask, np.unique(bucket[~fallback_mask]))
+    columns = {
+        "batch_sizes": batch,
+        "shapes": runtime,
+        "fallback": fallback_mask,
+        "bucket": bucket.astype(np.int64),
+        "compiled_shape": compiled_shape.astype(np.int64),
+    }
+    alone, compiled = _arrays(block, hardware, groups, explicit, fallback, axes, None)
+    levels = {1: alone}
+    if hardware.cores > 1 and hardware.shared_cache_mib > 0:
 
-    used = np.unique(bucket[~fallback_mask])
-    if len(used):  # compiled path: evaluate each used bucket once per batch size
-        b_grid, s_grid = np.meshgrid(batch, buckets[used], indexing="ij")
-        kernels = evaluate_plan(block, hardware, groups, explicit, b_grid.ravel(), s_grid.ravel())
-        totals = _totals(kernels, block.layers)
-        column = np.searchsorted(used, bucket[~fallback_mask])
-        for n in names:
-            table[n][:, ~fallback_mask] = totals[n].reshape(len(batch), len(used))[:, column]
-    if fallback_mask.any():  # generic path at the actual shape
-        b_grid, s_grid = np.meshgrid(batch, runtime[fallback_mask], indexing="ij")
-        kernels = evaluate_plan(
-            block, hardware, fusion_groups(block, "none"), {}, b_grid.ravel(), s_grid.ravel(),
-            untuned=True, dispatch_us=fallback.dispatch_overhead_us,
-        )  # fmt: skip
-        totals = _totals(kernels, block.layers)
-        for n in names:
-            table[n][:, fallback_mask] = totals[n].reshape(len(batch), -1)
-    return ServiceTable(
-        batch_sizes=batch,
-        shapes=runtime,
-        **table,
-        fallback=fallback_mask,
-        bucket=bucket.astype(np.int64),
-        compiled_shape=compiled_shape.astype(np.int64),
-    )
+        def cost(busy_cores: int) -> dict[str, np.ndarray]:
+            shared = hardware.with_busy_cores(busy_cores)
+            return _arrays(block, shared, groups, explicit, fallback, axes, compiled)[0]
+
+        levels[hardware.cores] = cost(hardware.cores)
+        _fill_levels(levels, 1, hardware.cores, cost)
+    if all(_same(levels[c], alone) for c in levels):  # the plan never depends on the cache
+        return ServiceTable(**alone, **columns)
+    busy = tuple(ServiceTable(**levels[c], **columns) for c in range(2, hardware.cores + 1))
+    return ServiceTable(**alone, **columns, busy=busy)
+
+
+def _same(one: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> bool:
+    return all(np.array_equal(one[n], other[n]) for n in _NAMES)
+
+
+def _fill_levels(levels: dict, low: int, high: int, cost) -> None:
+    """Fill levels[low + 1 .. high - 1] (busy-core counts) by bisection, costing only where
+    they can differ. Every cache decision is a threshold on the core's share that flips at most
+    once as the share shrinks, and each flip only adds bytes and time to its own phase: equal
+    tables at two counts mean no decision flips between them, so the counts between are equal
+    too. Recursion depth is log2(cores)."""
+    if high - low <= 1:
+        return
+    if _same(levels[low], levels[high]):
+        for c in range(low + 1, high):
+            levels[c] = levels[low]
+        return
+    middle = (low + high) // 2
+    levels[middle] = cost(middle)
+    _fill_levels(levels, low, middle, cost)
+    _fill_levels(levels, middle, high, cost)

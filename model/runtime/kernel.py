@@ -14,11 +14,18 @@ for per-core placements, or the shape-affinity group; `sub` is the compiled buck
 bucketing is on (else 0). Each base lane is served by a set of cores (CSR arrays
 lane_core_ptr / lane_core_idx). A free core serves the ready lane whose head is oldest.
 
-A batch runs two phases on its core: a fixed phase (compile stall + launch + compute-bound
-time; in distribution mode stall + the pinned draw + fallback dispatch overhead) that never
-stretches, then a memory phase (memory-bound time) whose HBM demand, bytes / memory time,
-shares the device bandwidth with the other cores' memory phases: when total demand D exceeds
-bandwidth W every memory phase progresses at rate W / D (fluid, proportional share).
+A batch runs up to three phases on its core: a fixed phase (compile stall + launch; in
+distribution mode stall + the pinned draw + fallback dispatch overhead) that never stretches,
+a compute phase (compute-bound kernels) and a memory phase (memory-bound kernels). The last two
+request HBM at demand d = their bytes / their time alone, and share the device bandwidth W
+max-min fairly (water-filling): when total demand exceeds W a phase gets min(d, L), with the
+level L set so the shares sum to W, and progresses at min(d, L) / d of its own speed. (With
+equal outstanding-request windows per core, Little's law gives exactly this: every core gets
+window / loaded latency, and a phase that needs less keeps what it needs.) A compute phase
+without HBM bytes, or any compute phase with contention off, is folded into the fixed phase.
+The service tables have a leading level axis: level c - 1 holds the plan's times and bytes
+when c cores are busy (each holding 1/c of the shared cache); a batch takes the level of the
+cores busy at its dispatch, itself included (level 0 when contention is off).
 Times are ms, bandwidth bytes per ms.
 """
 
@@ -27,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-IDLE, FIXED, MEMORY = 0, 1, 2
+IDLE, FIXED, COMPUTE, MEMORY = 0, 1, 2, 3
 
 
 @njit(cache=True)
@@ -45,12 +52,49 @@ def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
     return min(arrival[j], timer)
 
 
-@njit(cache=True)
-def _total_demand(phase, demand):
+@njit(cache=True, inline="always")
+def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, contention):
+    """Share `capacity` max-min fairly among the demands of the stretchable phases (core k's
+    phase just changed at time t): set each core's progress rate (fraction of its own speed),
+    re-anchoring the progress of every other core whose rate changes. Returns total demand.
+
+    Water-filling without sorting: start the level at capacity / active; phases demanding no
+    more than the level are satisfied, and the level rises to share what they leave among the
+    rest; repeat until no more are satisfied (one pass when every demand exceeds the first
+    level, the common case of memory-bound phases)."""
     total = 0.0
-    for k in range(phase.shape[0]):
-        if phase[k] == MEMORY:
-            total += demand[k]
+    active = 0
+    lowest = np.inf
+    for q in range(phase.shape[0]):
+        if phase[q] >= COMPUTE and demand[q] > 0:
+            total += demand[q]
+            active += 1
+            lowest = min(lowest, demand[q])
+    level = np.inf
+    if contention and total > capacity:
+        level = capacity / active
+        satisfied = 0
+        while lowest <= level:  # some phases need less than the level: give it to the rest
+            kept = 0.0
+            count = 0
+            for q in range(phase.shape[0]):
+                if phase[q] >= COMPUTE and 0 < demand[q] <= level:
+                    kept += demand[q]
+                    count += 1
+            if count == satisfied:
+                break
+            satisfied = count
+            level = (capacity - kept) / (active - count)
+    for q in range(phase.shape[0]):
+        if phase[q] < COMPUTE:
+            rate[q] = 1.0
+            continue
+        new = level / demand[q] if demand[q] > level else 1.0
+        if new != rate[q]:
+            if q != k:  # re-anchor the progress made at the old rate
+                anchor_rem[q] = max(0.0, anchor_rem[q] - (t - anchor_t[q]) * rate[q])
+                anchor_t[q] = t
+            rate[q] = new
     return total
 
 
@@ -75,6 +119,7 @@ def simulate_kernel(
     compute_tab,
     memory_tab,
     bytes_tab,
+    compute_bytes_tab,
     col_fallback,
     stall_ms,
     overhead_ms,
@@ -87,8 +132,8 @@ def simulate_kernel(
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
 
     Returns (req_batch, b_start, b_ready, b_mem_start, b_finish, b_core, b_size, b_col,
-    b_lead, b_stall, b_fixed, b_memory, b_slowed, n_batches, tl_time, tl_demand, n_timeline);
-    per-batch
+    b_lead, b_stall, b_compute, b_memory, b_slowed, b_level, n_batches, tl_time, tl_demand,
+    n_timeline); per-batch
     arrays are valid up to n_batches and the timeline (time, total requested HBM demand in
     bytes/ms from that time on) up to n_timeline.
     """
@@ -110,6 +155,7 @@ def simulate_kernel(
     anchor_t = np.zeros(n_cores)
     anchor_rem = np.zeros(n_cores)
     demand = np.zeros(n_cores)
+    rate = np.ones(n_cores)
     core_batch = np.full(n_cores, -1, np.int64)
     planned_finish = np.zeros(n_cores)
     queued_est = np.zeros(n_cores)
@@ -126,16 +172,19 @@ def simulate_kernel(
     b_col = np.zeros(n, np.int64)
     b_lead = np.zeros(n, np.int64)
     b_stall = np.zeros(n)
-    b_fixed = np.zeros(n)
+    b_compute = np.zeros(n)  # stretchable compute-bound time (0 when folded into the fixed)
     b_memory = np.zeros(n)
-    b_slowed = np.zeros(n, np.bool_)  # the memory phase ever ran below its own burst rate
-    tl_size = 1 if dist_mode else 2 * n + 1  # pinned service has no memory phases
-    tl_time = np.zeros(tl_size)
-    tl_demand = np.zeros(tl_size)
+    b_slowed = np.zeros(n, np.bool_)  # a compute or memory phase ever ran below its own speed
+    b_level = np.zeros(n, np.int64)  # table level: cores busy at dispatch - 1
+    n_levels = launch_tab.shape[0]
+    tl_size = 1 if dist_mode else 3 * n + 1  # pinned service has no memory phases
+    tl_time = np.empty(tl_size)  # only the first n_tl entries are written and read
+    tl_demand = np.empty(tl_size)
+    tl_time[0] = 0.0
+    tl_demand[0] = 0.0
     n_tl = 1  # the timeline starts at 0 ms with no demand
 
     t = 0.0
-    scale = 1.0
     i_next = 0
     done = 0
     nb = 0
@@ -158,9 +207,8 @@ def simulate_kernel(
             for k in range(n_cores):
                 if phase[k] == FIXED:
                     te = fixed_end[k]
-                elif phase[k] == MEMORY:
-                    rate = scale if demand[k] > 0 else 1.0
-                    te = anchor_t[k] + anchor_rem[k] / rate
+                elif phase[k] != IDLE:
+                    te = anchor_t[k] + anchor_rem[k] / rate[k]
                 else:
                     continue
                 if te < t_ph:
@@ -198,14 +246,22 @@ def simulate_kernel(
             t = max(t, t_ph)
             b = core_batch[k]
             phases_dirty = True
-            if phase[k] == FIXED and b_memory[b] > 0:
+            before = demand[k]
+            if phase[k] == FIXED and b_compute[b] > 0:
+                phase[k] = COMPUTE
+                anchor_t[k] = t
+                anchor_rem[k] = b_compute[b]
+                demand[k] = (
+                    compute_bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_compute[b]
+                )
+            elif phase[k] <= COMPUTE and b_memory[b] > 0:
                 phase[k] = MEMORY
                 b_mem_start[b] = t
                 anchor_t[k] = t
                 anchor_rem[k] = b_memory[b]
-                demand[k] = bytes_tab[size_row[b_size[b]], b_col[b]] / b_memory[b]
+                demand[k] = bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_memory[b]
             else:
-                if phase[k] == FIXED:
+                if phase[k] != MEMORY:
                     b_mem_start[b] = t
                 phase[k] = IDLE
                 lanes_dirty = True
@@ -213,22 +269,14 @@ def simulate_kernel(
                 core_batch[k] = -1
                 b_finish[b] = t
                 done += b_size[b]
-            if demand[k] > 0:
-                total = _total_demand(phase, demand)
-                if phase[k] == IDLE:
-                    demand[k] = 0.0
-                new_scale = 1.0
-                if contention and total > hbm_bytes_per_ms:
-                    new_scale = hbm_bytes_per_ms / total
-                if new_scale != scale:  # re-anchor progress of every stretchable memory phase
+                demand[k] = 0.0
+            if before > 0 or demand[k] > 0:  # the set of HBM demands changed: share again
+                total = _share_bandwidth(
+                    t, k, phase, demand, rate, anchor_t, anchor_rem, hbm_bytes_per_ms, contention
+                )
+                if total > hbm_bytes_per_ms and contention:
                     for q in range(n_cores):
-                        if phase[q] == MEMORY and demand[q] > 0 and q != k:
-                            anchor_rem[q] = max(0.0, anchor_rem[q] - (t - anchor_t[q]) * scale)
-                            anchor_t[q] = t
-                    scale = new_scale
-                if scale < 1.0:
-                    for q in range(n_cores):
-                        if phase[q] == MEMORY and demand[q] > 0:
+                        if rate[q] < 1.0:
                             b_slowed[core_batch[q]] = True
                 tl_time[n_tl] = t
                 tl_demand[n_tl] = total
@@ -322,12 +370,23 @@ def simulate_kernel(
                 elif t < compile_done[col]:
                     stall = compile_done[col] - t
             row = size_row[size]
+            level = 0
+            if contention and n_levels > 1:  # cores busy now, this one included, minus 1
+                for q in range(n_cores):
+                    if phase[q] != IDLE:
+                        level += 1
+                level = min(level, n_levels - 1)
+            comp = 0.0
             if dist_mode:
                 fixed = stall + req_draw[lead] + (overhead_ms if fb else 0.0)
                 mem = 0.0
+            elif contention and compute_bytes_tab[level, row, col] > 0:  # its bytes contend
+                fixed = stall + launch_tab[level, row, col]
+                comp = compute_tab[level, row, col]
+                mem = memory_tab[level, row, col]
             else:
-                fixed = stall + launch_tab[row, col] + compute_tab[row, col]
-                mem = memory_tab[row, col]
+                fixed = stall + launch_tab[level, row, col] + compute_tab[level, row, col]
+                mem = memory_tab[level, row, col]
 
             b_start[b] = t
             b_core[b] = k
@@ -335,12 +394,13 @@ def simulate_kernel(
             b_col[b] = col
             b_lead[b] = lead
             b_stall[b] = stall
-            b_fixed[b] = fixed
+            b_compute[b] = comp
             b_memory[b] = mem
+            b_level[b] = level
             phase[k] = FIXED
             core_batch[k] = b
             fixed_end[k] = t + fixed
-            planned_finish[k] = (t + fixed) + mem
+            planned_finish[k] = (t + fixed) + comp + mem
             if least_loaded:
                 queued_est[base] -= est_sum
                 if base_count[base] == 0:
@@ -357,9 +417,10 @@ def simulate_kernel(
         b_col,
         b_lead,
         b_stall,
-        b_fixed,
+        b_compute,
         b_memory,
         b_slowed,
+        b_level,
         nb,
         tl_time,
         tl_demand,
@@ -397,10 +458,11 @@ def warm_up() -> None:
         0.5,
         False,
         np.array([0, 0, 1], np.int64),
-        np.ones((2, 1)),
-        np.ones((2, 1)),
-        np.ones((2, 1)),
-        np.ones((2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
+        np.ones((2, 2, 1)),
         np.zeros(1, np.bool_),
         0.0,
         0.0,

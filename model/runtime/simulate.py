@@ -81,12 +81,19 @@ class BatchTrace:
         seq_len: padded shape the batch ran at (its largest request's shape).
         fallback: ran the generic path.
         stall_ms: compile stall paid (first batch of a new fallback shape, or waiting for it).
-        launch_ms, compute_ms, memory_ms: unstretched service parts (pinned distribution: the
+        launch_ms, compute_ms, memory_ms: unstretched service parts at the batch's busy-core
+            level (see busy_cores; memory_ms less shared_cache_ms; pinned distribution: the
             draw is reported as compute_ms). With an all-compiled table given, fallback batches
             report the compiled path's parts here and the difference in fallback_extra_ms.
         fallback_extra_ms: extra time of the generic path over the compiled one (pinned
             distribution: the dispatch overhead); 0 where unknown or not fallback.
-        stretch_ms: extra memory time from shared-HBM contention.
+        busy_cores: the busy-core count whose service table the batch ran with: cores busy
+            at its dispatch, itself included, capped at the levels the table has (1 when
+            contention is off or the table has no busy levels).
+        shared_cache_ms: extra service time because the busy cores shared the shared cache
+            (data re-read through it alone came from HBM): the busy-core table's time minus
+            the alone table's, ms (0 when pinned or with one level).
+        stretch_ms: extra time of the compute- and memory-bound phases from shared-HBM contention.
         hbm_bytes, memory_bound_bytes, spill_bytes: traffic of the batch (0 when pinned).
         launches: kernels launched (0 when pinned).
     """
@@ -104,6 +111,8 @@ class BatchTrace:
     compute_ms: np.ndarray
     memory_ms: np.ndarray
     fallback_extra_ms: np.ndarray
+    busy_cores: np.ndarray
+    shared_cache_ms: np.ndarray
     stretch_ms: np.ndarray
     hbm_bytes: np.ndarray
     memory_bound_bytes: np.ndarray
@@ -168,6 +177,7 @@ class KernelOutput:
     stall: np.ndarray
     memory: np.ndarray
     slowed: np.ndarray
+    level: np.ndarray  # service-table level: cores busy at dispatch - 1
     timeline_ms: np.ndarray
     timeline_demand: np.ndarray
     identity: bool  # batch i is request i (the single-request FIFO path)
@@ -223,6 +233,7 @@ def run_kernel(
             stall=zeros,
             memory=zeros,
             slowed=np.zeros(n, np.bool_),
+            level=np.zeros(n, np.int64),
             timeline_ms=np.zeros(1),
             timeline_demand=np.zeros(1),
             identity=True,
@@ -230,12 +241,13 @@ def run_kernel(
     big_b = int(config.batch_policy.max_batch)
     if table is None:
         size_row = np.zeros(big_b + 1, dtype=np.int64)
-        grids = [np.zeros((1, len(columns.shapes))) for _ in range(4)]
+        grids = [np.zeros((1, 1, len(columns.shapes))) for _ in range(5)]
     else:
         size_row = table_rows(table, big_b)
-        parts = (table.launch_ms, table.compute_bound_ms, table.memory_bound_ms)
-        parts += (table.memory_bound_bytes,)
-        grids = [np.ascontiguousarray(x, dtype=np.float64) for x in parts]
+        names = ("launch_ms", "compute_bound_ms", "memory_bound_ms", "memory_bound_bytes")
+        grids = [np.ascontiguousarray(level_stack(table, name)) for name in names]
+        compute_bytes = level_stack(table, "hbm_bytes") - grids[3]  # moved by compute-bound
+        grids.append(np.ascontiguousarray(np.maximum(compute_bytes, 0.0)))
     out = simulate_kernel(
         arrival, plan.req_col, plan.req_sub, plan.req_base, plan.req_est_ms, draws,
         plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
@@ -243,12 +255,30 @@ def run_kernel(
         table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
         overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6,
     )  # fmt: skip
-    nb, n_tl = int(out[13]), int(out[16])
+    nb, n_tl = int(out[14]), int(out[17])
     if np.any(out[0] < 0):
         raise RuntimeError("runtime kernel left requests unserved (empty core set?)")
-    view = [x[:nb] for x in out[1:13]]  # views: no copies of the per-batch arrays
-    timeline = (out[14][:n_tl], out[15][:n_tl])
-    return KernelOutput(out[0], *view[:9], view[10], view[11], *timeline, identity=False)
+    view = [x[:nb] for x in out[1:14]]  # views: no copies of the per-batch arrays
+    timeline = (out[15][:n_tl], out[16][:n_tl])
+    return KernelOutput(out[0], *view[:9], *view[10:], *timeline, identity=False)
+
+
+def service_parts(table: ServiceTable, level: np.ndarray, row: np.ndarray, col: np.ndarray):
+    """(launch, compute, memory, shared_cache) ms of batches run at busy-core `level` (cores
+    busy at dispatch - 1): the level's launch and compute-bound time, its memory-bound time
+    less shared_cache, and shared_cache = the level's service time minus the core alone's (the
+    cost of a smaller share of the shared cache). The four sum to the level's service time."""
+    compute = level_stack(table, "compute_bound_ms")[level, row, col]
+    memory = level_stack(table, "memory_bound_ms")[level, row, col]
+    shared = level_stack(table, "time_ms")[level, row, col] - table.time_ms[row, col]
+    shared = np.maximum(shared, 0.0)  # less cache is never faster (rounding aside)
+    return table.launch_ms[row, col], compute, memory - shared, shared
+
+
+def level_stack(table: ServiceTable, name: str) -> np.ndarray:
+    """(L, B, S) float64 array of one service part per busy-core level: the table alone, then
+    its `busy` tables (level c - 1: c cores busy)."""
+    return np.stack([np.asarray(getattr(t, name), np.float64) for t in (table, *table.busy)])
 
 
 def simulate(
@@ -308,34 +338,35 @@ def _batch_trace(config, table, all_compiled_table, columns, stream, out: Kernel
         compute = stream.service_draw_ms if out.identity else stream.service_draw_ms[out.lead]
         extra = fallback * overhead if overhead > 0 else zeros
         traffic = (zeros, zeros, zeros, np.zeros(nb, np.int64))
+        shared_cache = zeros
     else:
-        row = table_rows(table, int(config.batch_policy.max_batch))[out.size]
-        launch = table.launch_ms[row, out.col]
-        compute = table.compute_bound_ms[row, out.col]
-        memory = out.memory
+        big_b = int(config.batch_policy.max_batch)
+        row = table_rows(table, big_b)[out.size]
+        launch, compute, memory, shared_cache = service_parts(table, out.level, row, out.col)
         extra = zeros
         if all_compiled_table is not None and np.any(fallback):
             ideal = all_compiled_table
             if not np.array_equal(ideal.shapes, table.shapes):
                 raise ValueError("the all-compiled service table has other shape columns")
-            irow = table_rows(ideal, int(config.batch_policy.max_batch))[out.size]
-            parts = (ideal.launch_ms, ideal.compute_bound_ms, ideal.memory_bound_ms)
-            ideal_parts = [np.asarray(p)[irow, out.col] for p in parts]
-            generic_total = launch + compute + memory
-            launch = np.where(fallback, ideal_parts[0], launch)
-            compute = np.where(fallback, ideal_parts[1], compute)
-            memory = np.where(fallback, ideal_parts[2], memory)
-            extra = np.where(fallback, generic_total - (launch + compute + memory), 0.0)
+            irow = table_rows(ideal, big_b)[out.size]
+            level = np.minimum(out.level, len(ideal.busy))
+            ideal_parts = service_parts(ideal, level, irow, out.col)
+            generic_total = launch + compute + memory + shared_cache
+            launch, compute, memory, shared_cache = (
+                np.where(fallback, i, g)
+                for i, g in zip(ideal_parts, (launch, compute, memory, shared_cache), strict=True)
+            )
+            extra = np.where(fallback, generic_total - sum(ideal_parts), 0.0)
+        names = ("hbm_bytes", "memory_bound_bytes", "spill_bytes")
         traffic = (
-            table.hbm_bytes[row, out.col],
-            table.memory_bound_bytes[row, out.col],
-            table.spill_bytes[row, out.col],
+            *(level_stack(table, name)[out.level, row, out.col] for name in names),
             table.launches[row, out.col],
         )
     if table is None or not np.any(out.slowed):
         stretch = zeros
     else:  # only phases that ever ran slowed: elsewhere the difference is rounding noise
-        stretched = np.maximum(0.0, (out.finish - out.memory_start) - out.memory)
+        alone = level_stack(table, "time_ms")[out.level, row, out.col]  # at the batch's level
+        stretched = np.maximum(0.0, (out.finish - out.start) - (out.stall + alone))
         stretch = np.where(out.slowed, stretched, 0.0)
     return BatchTrace(
         start_ms=out.start,
@@ -351,6 +382,8 @@ def _batch_trace(config, table, all_compiled_table, columns, stream, out: Kernel
         compute_ms=np.asarray(compute, np.float64),
         memory_ms=np.asarray(memory, np.float64),
         fallback_extra_ms=np.asarray(extra, np.float64),
+        busy_cores=out.level + 1,
+        shared_cache_ms=np.asarray(shared_cache, np.float64),
         stretch_ms=stretch,
         hbm_bytes=np.asarray(traffic[0], np.float64),
         memory_bound_bytes=np.asarray(traffic[1], np.float64),

@@ -80,6 +80,21 @@ def hbm_peak_demand_ratio(result: RuntimeResult) -> float | None:
     return float(np.max(h.demand_gbs[first : max(last, first + 1)]) / h.capacity_gbs)
 
 
+def hbm_oversubscribed_fraction(result: RuntimeResult) -> float | None:
+    """Share of the measurement window during which the memory phases in flight requested more
+    than the device's HBM bandwidth: the time bursts collide and every one of them stretches
+    (0..1; None when pinned: no traffic)."""
+    if result.pinned:
+        return None
+    t0, t1 = window_ms(result)
+    if t1 <= t0:
+        return 0.0
+    h = result.hbm
+    ends = np.append(h.time_ms[1:], max(t1, float(h.time_ms[-1])))
+    inside = np.clip(np.minimum(ends, t1) - np.maximum(h.time_ms, t0), 0.0, None)
+    return float(np.sum(inside[h.demand_gbs > h.capacity_gbs]) / (t1 - t0))
+
+
 def fallback_cost(result: RuntimeResult) -> dict[str, float | int | bool]:
     """Fallback rate and cost: stall and generic-path extra time per measured request, ms."""
     req, b = result.requests, result.batches
@@ -134,6 +149,7 @@ def headline(result: RuntimeResult) -> dict:
         "fallback_rate": float(np.mean(req.fallback[m])),
         "launches_per_request": launches_per_request(result),
         "hbm_peak_demand_ratio": hbm_peak_demand_ratio(result),
+        "hbm_oversubscribed_fraction": hbm_oversubscribed_fraction(result),
         "sla": {
             "p95_ok": ok(latency["p95"], sla.p95_ms, True),
             "p99_ok": ok(latency["p99"], sla.p99_ms, True),

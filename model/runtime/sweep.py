@@ -43,6 +43,7 @@ SCALARS = (
     "fallback_rate",
     "launches_per_request",
     "hbm_peak_demand_ratio",
+    "hbm_oversubscribed_fraction",
 )
 
 

@@ -4,7 +4,8 @@
     core imbalance, fallback, contention, launch, compute, memory), averaged over the slowest
     1% (and 5%) of measured requests.
 (b) Counterfactuals: the run repeated with the same random draws and each driver switched off
-    (pooled central-queue placement, no fallback, no HBM contention); the change in p99 is
+    (pooled central-queue placement, no fallback, no contention for HBM or the shared cache:
+    every batch as if alone); the change in p99 is
     split exactly over the drivers with Shapley values.
 Times in ms.
 """
@@ -68,18 +69,19 @@ def imbalance_ms(result: RuntimeResult) -> np.ndarray | None:
 
 def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
     """Per-batch latency parts shared by a batch's requests, ms: fallback (compile stall +
-    generic-path extra), contention (HBM stretch), launch, compute, memory, and spill (the
-    share of memory + contention due to SRAM spill traffic, by bytes)."""
+    generic-path extra), contention (HBM stretch plus the extra time of a smaller shared-cache
+    share when other cores were busy), launch, compute, memory (the core alone), and spill
+    (the share of memory + contention due to SRAM spill traffic, by bytes)."""
     b = result.batches
     if result.pinned:  # no traffic: no spill (and no work spent finding that out)
         spill = np.zeros(len(b.start_ms))
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(b.hbm_bytes > 0, np.minimum(1.0, b.spill_bytes / b.hbm_bytes), 0.0)
-        spill = (b.memory_ms + b.stretch_ms) * share
+        spill = (b.memory_ms + b.stretch_ms + b.shared_cache_ms) * share
     return {
         "fallback": b.stall_ms + b.fallback_extra_ms,
-        "contention": b.stretch_ms,
+        "contention": b.stretch_ms + b.shared_cache_ms,
         "launch": b.launch_ms,
         "compute": b.compute_ms,
         "memory": b.memory_ms,
@@ -154,13 +156,22 @@ def active_drivers(result: RuntimeResult, table: ServiceTable | None) -> tuple[s
     if np.any(result.batches.fallback) or np.any(result.batches.stall_ms > 0):
         active.append("fallback")
     if cfg.contention and not result.pinned and table is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            burst = np.where(
-                table.memory_bound_ms > 0, table.memory_bound_bytes / table.memory_bound_ms, 0.0
-            )
-        if cfg.hardware.cores * float(np.max(burst)) > cfg.hardware.hbm_gbs * 1e6:
+        burst = max(_burst_rate(t) for t in (table, *table.busy))
+        shares_cache = any(not np.array_equal(t.time_ms, table.time_ms) for t in table.busy)
+        if cfg.hardware.cores * burst > cfg.hardware.hbm_gbs * 1e6 or shares_cache:
             active.append("contention")
     return tuple(active)
+
+
+def _burst_rate(table: ServiceTable) -> float:
+    """Highest HBM demand of a compute- or memory-bound phase in the table, bytes/ms."""
+    compute_bytes = table.hbm_bytes - table.memory_bound_bytes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        memory = np.where(
+            table.memory_bound_ms > 0, table.memory_bound_bytes / table.memory_bound_ms, 0.0
+        )
+        compute = np.where(table.compute_bound_ms > 0, compute_bytes / table.compute_bound_ms, 0.0)
+    return float(max(np.max(memory), np.max(compute)))
 
 
 def switched_off(

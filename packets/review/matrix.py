@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from model.compiler.worksheet import worksheet
 from model.runtime.inputs import ShapeMix
 from model.runtime.sweep import run_sweep
 
 from ..candidates import BASELINE, find_candidate
-from ..scenario import Scenario, build_scenario, fusion_spec, tile_spec
+from ..scenario import Scenario, build_scenario
 from ..schema import MatrixCell, MemoryCheck, NamedShapeMix, Packet, ValidationMatrix
 from .common import PRODUCTION, inputs_sha256
 
@@ -96,29 +95,13 @@ def memory_check(
     mix = candidate.packet.inputs.workload.shapes.seq_len
     seq_len = mix.values[int(np.argmax(mix.weights))]
     batch = candidate.config.batch_policy.max_batch
-    sheet = worksheet(
-        candidate.block,
-        candidate.hardware,
-        fusion_spec(candidate.config),
-        tile_spec(candidate.config),
-        batch,
-        seq_len,
-        baseline_fusion=fusion_spec(baseline.config),
-        baseline_tiles=tile_spec(baseline.config),
-    )
+    sheet = candidate.worksheet(baseline, batch, seq_len)
     over = [
         " + ".join(k["ops"]) for k in sheet["kernels"] if k["sram_kib"] > k["sram_capacity_kib"]
     ]
     layers = candidate.block.layers
     spill = sheet["totals"]["spill_bytes"] * layers / batch / 1e6
-    base_sheet = worksheet(
-        baseline.block,
-        baseline.hardware,
-        fusion_spec(baseline.config),
-        tile_spec(baseline.config),
-        batch,
-        seq_len,
-    )
+    base_sheet = baseline.worksheet(None, batch, seq_len)
     base_spill = base_sheet["totals"]["spill_bytes"] * layers / batch / 1e6
     return batch, seq_len, over, spill, base_spill
 

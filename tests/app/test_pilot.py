@@ -106,7 +106,7 @@ async def test_edits_apply_or_are_refused_in_place(
         await pilot.pause()
         field = await focus_field(app, pilot, "sla.p95_ms")
         await retype(pilot, "75", enter=False)  # checked while typing, applied on Enter
-        assert app.working.packet.inputs.sla.p95_ms == 60.0
+        assert app.working.packet.inputs.sla.p95_ms == 62.5
         assert app.working.pending == {"inputs.sla.p95_ms": "75"}
         await pilot.press("enter")
         assert app.working.packet.inputs.sla.p95_ms == 75.0 and app.working.pending == {}
@@ -116,23 +116,23 @@ async def test_edits_apply_or_are_refused_in_place(
         assert isinstance(draft, drafts.Draft)
         assert draft.working.packet.inputs.sla.p95_ms == 75.0
         assert app.drafts_folder == home / "state" / "handoff-workbench" / "drafts"
-        await retype(pilot, "60")
+        await retype(pilot, "62.5")
         assert not app.working.dirty
         await retype(pilot, "-5")
-        assert app.working.packet.inputs.sla.p95_ms == 60.0
+        assert app.working.packet.inputs.sla.p95_ms == 62.5
         assert field.problem == "must be greater than 0, got -5.0"
         message = field.query_one(".field-message", Static)
         assert message.display and str(message.content) == field.problem
         assert field.has_class("-invalid")
         assert app.working.pending == {"inputs.sla.p95_ms": "-5"}
         await retype(pilot, "100")  # fine alone, but above the p99 target
-        assert "p99 target 90.0 ms is below the p95 target 100.0 ms" in field.problem
-        assert app.working.packet.inputs.sla.p95_ms == 60.0
+        assert "p99 target 76.0 ms is below the p95 target 100.0 ms" in field.problem
+        assert app.working.packet.inputs.sla.p95_ms == 62.5
         await retype(pilot, "6O")  # a letter O: not a number
         assert field.problem.startswith("expected a number")
         await pilot.press("escape")  # leaving puts the accepted value back
         await pilot.pause()
-        assert field.input.value == "60.0" and field.problem == ""
+        assert field.input.value == "62.5" and field.problem == ""
         assert app.working.pending == {}
         assert isinstance(app.focused, StepList)
 
@@ -146,10 +146,10 @@ async def test_number_field_steps_with_arrows_and_refuses_out_of_bounds(
         await focus_field(app, pilot, "workload.arrivals.rate_per_s")
         await pilot.press("up")
         await pilot.pause()
-        assert app.working.packet.inputs.workload.arrivals.rate_per_s == 410.0
+        assert app.working.packet.inputs.workload.arrivals.rate_per_s == 260.0
         await pilot.press("shift+down", "down")
         await pilot.pause()
-        assert app.working.packet.inputs.workload.arrivals.rate_per_s == 300.0
+        assert app.working.packet.inputs.workload.arrivals.rate_per_s == 150.0
         field = await focus_field(app, pilot, "hardware.clock_scale")  # empty, (0, 2]
         await pilot.press("up")
         await pilot.pause()
@@ -340,7 +340,7 @@ async def test_reopening_offers_the_draft_and_recovers_it(
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, RecoverScreen)
-        assert app.screen.question.changes == ("inputs.sla.p95_ms: 60.0 -> 70.0",)
+        assert app.screen.question.changes == ("inputs.sla.p95_ms: 62.5 -> 70.0",)
         assert app.screen.question.refused_fields == ("inputs.sla.p99_ms",)
         await pilot.press("ctrl+n")  # step keys are off while the dialog is open
         await pilot.pause()
@@ -360,7 +360,7 @@ async def test_discarding_the_draft_deletes_it(make_app: MakeApp, packet_file: P
         await pilot.pause()
         await pilot.press("d")
         await pilot.pause()
-        assert app.working.packet.inputs.sla.p95_ms == 60.0
+        assert app.working.packet.inputs.sla.p95_ms == 62.5
         assert not drafts.draft_path(packet_file, app.drafts_folder).exists()
 
 
@@ -375,7 +375,7 @@ async def test_keep_both_writes_the_draft_beside_the_packet(
         await pilot.pause()
         kept = packet_file.with_name("packet.recovered.yaml")
         assert load_packet(kept).packet.inputs.sla.p95_ms == 70.0
-        assert app.working.packet.inputs.sla.p95_ms == 60.0
+        assert app.working.packet.inputs.sla.p95_ms == 62.5
 
 
 async def test_hangup_while_the_dialog_is_open_keeps_the_old_draft(
@@ -415,7 +415,7 @@ async def test_signal_saves_the_draft_and_exits(
         await pilot.pause()
         field = await focus_field(app, pilot, "sla.p99_ms")
         await retype(pilot, "95", enter=False)  # mid-edit: typed, not yet applied
-        assert field.problem == "" and app.working.packet.inputs.sla.p99_ms == 90.0
+        assert field.problem == "" and app.working.packet.inputs.sla.p99_ms == 76.0
         os.kill(os.getpid(), signum)
         await pilot.pause(0.2)
     assert app.return_code == 128 + signum

@@ -35,13 +35,13 @@ def test_valid_edit_changes_the_packet_and_marks_it_dirty(working: WorkingPacket
     assert isinstance(edited, WorkingPacket)
     assert edited.packet.inputs.sla.p95_ms == 70.0
     assert edited.dirty and edited.has_unsaved_work
-    assert working.packet.inputs.sla.p95_ms == 60.0  # the old one is untouched
+    assert working.packet.inputs.sla.p95_ms == 62.5  # the old one is untouched
 
 
 def test_editing_back_to_the_file_value_is_clean_again(working: WorkingPacket) -> None:
     edited = apply_edit(working, P95, 70.0)
     assert isinstance(edited, WorkingPacket)
-    back = apply_edit(edited, P95, 60.0)
+    back = apply_edit(edited, P95, 62.5)
     assert isinstance(back, WorkingPacket)
     assert not back.dirty
 
@@ -54,10 +54,10 @@ def test_out_of_bounds_value_is_refused_with_the_schema_message(working: Working
 
 
 def test_cross_field_refusal_names_the_other_field(working: WorkingPacket) -> None:
-    refused = apply_edit(working, P95, 100.0)  # above the p99 target of 90 ms
+    refused = apply_edit(working, P95, 100.0)  # above the p99 target of 76 ms
     assert isinstance(refused, Problem)
     assert refused.path == P95
-    assert refused.message.startswith("inputs.sla.p99_ms: p99 target 90.0 ms is below")
+    assert refused.message.startswith("inputs.sla.p99_ms: p99 target 76.0 ms is below")
 
 
 def test_setting_a_field_that_does_not_apply_is_refused(working: WorkingPacket) -> None:
@@ -128,6 +128,6 @@ def test_changed_fields_lists_each_difference(working: WorkingPacket) -> None:
     edited = apply_edit(edited, ("inputs", "sla", "min_throughput_per_s"), None)
     assert isinstance(edited, WorkingPacket)
     assert changed_fields(working.packet, edited.packet) == [
-        "inputs.sla.p95_ms: 60.0 -> 70.0",
-        "inputs.sla.min_throughput_per_s: 350.0 -> not set",
+        "inputs.sla.p95_ms: 62.5 -> 70.0",
+        "inputs.sla.min_throughput_per_s: 240.0 -> not set",
     ]

@@ -126,7 +126,7 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     # Tab from the step list to arrivals.rate_per_s (the 11th field), step it up once (+10/s),
     # then start typing in the next field and drop the session without pressing Enter.
     tmux.keys(*["Tab"] * 11, "Up", gap=0.1)
-    tmux.wait_for("410.0")
+    tmux.wait_for("260.0")
     tmux.keys("Tab", gap=0.3)
     tmux.keys("1", ".", "5")  # arrivals.cv gets "1.5": refused for poisson, kept as typed
     tmux.wait_for("applies only to process gamma")
@@ -137,15 +137,15 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     drafts = list((tmp_path / "home" / "state" / "handoff-workbench" / "drafts").glob("*.json"))
     assert len(drafts) == 1
     body = json.loads(drafts[0].read_text())
-    assert "rate_per_s: 410.0" in body["packet"]
+    assert "rate_per_s: 260.0" in body["packet"]
     assert body["pending"] == {"inputs.workload.arrivals.cv": "1.5"}
 
     tmux.start(command)
     screen = tmux.wait_for("Recover draft?")
-    assert "inputs.workload.arrivals.rate_per_s: 400.0 -> 410.0" in screen
+    assert "inputs.workload.arrivals.rate_per_s: 250.0 -> 260.0" in screen
     tmux.keys("r")
     tmux.wait_for("● unsaved")  # (a toast about the recovery may cover the field itself)
     tmux.keys("C-s")
-    wait_until(lambda: b"rate_per_s: 410.0" in packet.read_bytes(), "the recovered edit saved")
+    wait_until(lambda: b"rate_per_s: 260.0" in packet.read_bytes(), "the recovered edit saved")
     tmux.keys("C-q")
     tmux.wait_for("unsaved edits kept in the draft")  # arrivals.cv's refused text is still kept

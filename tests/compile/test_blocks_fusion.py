@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from model.compiler.blocks import (
@@ -18,6 +18,7 @@ from model.compiler.blocks import (
     tensor_bytes,
     weight_bytes,
 )
+from model.compiler.fused import tiled_producer
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import preset
 from model.compiler.plan import evaluate_plan, resolve_tiles
@@ -149,19 +150,49 @@ def partitions(draw):
     return [list(LLAMA_OPS[a:z]) for a, z in itertools.pairwise(edges)]
 
 
+def _split_consumers(block: BlockSpec, plan) -> set[str]:
+    """GEMMs of a plan whose A operand another tiled op of their kernel produced."""
+    return {
+        op
+        for group in plan
+        for i, op in enumerate(group)
+        if OPS[op].kind == "gemm" and tiled_producer(block, group[:i], OPS[op].reads[0])
+    }
+
+
 @settings(max_examples=25, deadline=None)
 @given(plan=partitions(), merge=st.integers(0, 9))
-def test_fusing_never_adds_launches_or_hbm_bytes(plan, merge) -> None:
-    """Merging two neighbouring kernels removes one launch and never adds HBM traffic."""
+def test_fusing_without_a_split_consumer_never_adds_launches_or_hbm_bytes(plan, merge) -> None:
+    """Merging two neighbouring kernels removes one launch; unless it puts a GEMM behind
+    another tiled op of its kernel (next test), it never adds HBM traffic."""
     block = BlockSpec("llama-decoder", "decode", "bf16", 2048, 16, 4, 64, 5632)
     if len(plan) < 2:
         plan = [list(LLAMA_OPS[:5]), list(LLAMA_OPS[5:])]
     i = merge % (len(plan) - 1)
     coarser = [*plan[:i], plan[i] + plan[i + 1], *plan[i + 2 :]]
+    assume(_split_consumers(block, coarser) == _split_consumers(block, plan))
     launches, traffic = _totals(block, plan, 2, 512)
     launches_c, traffic_c = _totals(block, coarser, 2, 512)
     assert launches_c == launches - 1
     assert traffic_c <= traffic * (1 + 1e-12)
+
+
+def test_a_gemm_behind_attention_in_its_kernel_pays_fp32_partials_per_kv_head() -> None:
+    """Fusing out_proj behind attention: no tile holds all heads of a request, so each
+    (request, KV head) tile multiplies its heads' output by its rows of W_o and writes fp32
+    partials that a merge pass reads back. Against the separate kernels it saves the attn_out
+    round trip and adds the partials twice, exactly (W_o fits A100's L2: read once)."""
+    block = BlockSpec("llama-decoder", "decode", "bf16", 2048, 16, 4, 64, 5632)
+    mlp = [[op] for op in LLAMA_OPS[5:]]
+    apart = [list(LLAMA_OPS[:3]), ["attention"], ["out_proj"], *mlp]
+    fused = [list(LLAMA_OPS[:3]), ["attention", "out_proj"], *mlp]
+    assert _split_consumers(block, fused) == {"out_proj"}
+    b, s = 2, 512
+    _, traffic = _totals(block, apart, b, s)
+    _, traffic_fused = _totals(block, fused, b, s)
+    attn_out = float(tensor_bytes(block, "attn_out", np.array([b]), np.array([s]))[0])
+    partials = block.kv_heads * b * block.hidden * 4.0  # fp32, one per KV head
+    assert traffic_fused - traffic == pytest.approx(2 * partials - 2 * attn_out, rel=1e-12)
 
 
 def test_every_op_reads_tensors_produced_earlier_or_the_block_input() -> None:

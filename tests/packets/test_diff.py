@@ -32,14 +32,14 @@ def test_changes_are_grouped_by_section(tmp_path: Path, capsys: pytest.CaptureFi
     a.write_bytes(example_bytes(DEFAULT_EXAMPLE))
     b.write_bytes(
         _edited(b"max_batch: 8", b"max_batch: 16").replace(
-            b"rate_per_s: 400.0", b"rate_per_s: 450.0"
+            b"rate_per_s: 250.0", b"rate_per_s: 450.0"
         )
     )
     assert main(["diff", str(a), str(b)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [
         "== inputs",
-        "  ~ inputs.workload.arrivals.rate_per_s: 400.0 -> 450.0",
+        "  ~ inputs.workload.arrivals.rate_per_s: 250.0 -> 450.0",
         "== baseline",
         "  ~ baseline.batch_policy.max_batch: 8 -> 16",
     ]

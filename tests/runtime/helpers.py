@@ -48,6 +48,23 @@ def random_table(rng: np.random.Generator, max_batch: int, shapes, compiled_shap
     )
 
 
+def with_busy_levels(table, rng: np.random.Generator, levels: int):
+    """`table` plus `levels` busy-core tables (2, 3, ... cores busy) whose memory-bound time
+    and bytes grow with the busy count, as a shrinking share of the shared cache makes them:
+    each level moves a random 0-30% more bytes than the one before at the same burst rate."""
+    busy, memory, moved = [], table.memory_bound_ms, table.memory_bound_bytes
+    for _ in range(levels):
+        grow = 1.0 + rng.uniform(0.0, 0.3)
+        memory, moved = memory * grow, moved * grow
+        parts = (table.launch_ms, table.compute_bound_ms, memory, moved)
+        busy.append(
+            service_table_from_arrays(
+                table.batch_sizes, table.shapes, *parts, launches=table.launches
+            )
+        )
+    return dataclasses.replace(table, busy=tuple(busy))
+
+
 def table_config(
     table,
     *,

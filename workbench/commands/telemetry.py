@@ -1,4 +1,5 @@
-"""`workbench telemetry compare FILE... --hardware H`: model predictions vs measured kernels."""
+"""`workbench telemetry compare|calibrate FILE... --hardware H`: the model against measured
+kernels, and a cross-validated refit of the envelope's efficiency parameters."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ import json
 from pathlib import Path
 
 
+def _output_flags(parser: argparse.ArgumentParser) -> None:
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--markdown", action="store_true")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("telemetry", help="compare or calibrate the model against telemetry")
-    actions = p.add_subparsers(dest="action", metavar="{compare}", required=True)
+    actions = p.add_subparsers(dest="action", metavar="{compare,calibrate}", required=True)
     compare = actions.add_parser(
         "compare",
         help="predict every measured kernel and report the error",
@@ -19,10 +26,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     compare.add_argument("files", nargs="+", type=Path, metavar="FILE")
     compare.add_argument("--hardware", required=True, metavar="PRESET|FILE")
-    out = compare.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true")
-    out.add_argument("--markdown", action="store_true")
+    _output_flags(compare)
     compare.set_defaults(run=run_compare)
+    calibrate = actions.add_parser(
+        "calibrate",
+        help="fit the envelope's efficiency parameters to measured kernels",
+        description="Fit compute_efficiency, memory_efficiency, fill_latency_us and "
+        "min_kernel_us (Huber loss on log(measured/predicted)) on one half of the rows, report "
+        "the error on the other half, and write a handoff-hardware/1 file a packet can "
+        "reference with inputs.hardware.file.",
+    )
+    calibrate.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    calibrate.add_argument("--hardware", required=True, metavar="PRESET|FILE")
+    calibrate.add_argument("-o", "--output", type=Path, metavar="FILE",
+                           help="hardware file to write (left out: report only)")  # fmt: skip
+    _output_flags(calibrate)
+    calibrate.set_defaults(run=run_calibrate)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -37,6 +56,29 @@ def run_compare(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, allow_nan=False))
         return 0
     print(report_markdown(report))
+    for line in [*telemetry.report.lines(), *telemetry.warnings]:
+        print(f"note: {line}")
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from packets.files import atomic_write
+    from packets.mapping_markdown import calibration_markdown
+    from packets.telemetry_io import calibrate_kernels, hardware_argument, read_kernels
+
+    hardware = hardware_argument(args.hardware)
+    telemetry = read_kernels(args.files)
+    result, data = calibrate_kernels(telemetry, hardware, args.hardware, args.files)
+    if args.output is not None:
+        atomic_write(args.output, data)
+    summary = result.as_dict()
+    summary["excluded_on_read"] = telemetry.report.counts
+    summary["source"] = result.envelope.source
+    summary["written"] = None if args.output is None else str(args.output)
+    if args.json:
+        print(json.dumps(summary, indent=2, allow_nan=False))
+        return 0
+    print(calibration_markdown(summary, summary["written"]), end="")
     for line in [*telemetry.report.lines(), *telemetry.warnings]:
         print(f"note: {line}")
     return 0

@@ -40,8 +40,8 @@ def _seq_len(text: str | None, mix) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from model.compiler.worksheet import worksheet, worksheet_markdown
-    from packets.scenario import build_scenario, fusion_spec, tile_spec
+    from model.compiler.worksheet import worksheet_markdown
+    from packets.scenario import build_scenario
 
     loaded = load_packet(args.packet)
     try:
@@ -51,16 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc.args[0])) from None
     seq_len = _seq_len(args.shape, loaded.packet.inputs.workload.shapes.seq_len)
     batch = args.batch or scenario.config.batch_policy.max_batch
-    sheet = worksheet(
-        scenario.block,
-        scenario.hardware,
-        fusion_spec(scenario.config),
-        tile_spec(scenario.config),
-        batch,
-        seq_len,
-        baseline_fusion=fusion_spec(base.config),
-        baseline_tiles=tile_spec(base.config),
-    )
+    sheet = scenario.worksheet(base, batch, seq_len)
     sheet = {"packet": loaded.packet.id, "candidate": scenario.candidate, **sheet}
     if args.json:
         print(json.dumps(sheet, indent=2, allow_nan=False))
