@@ -28,6 +28,7 @@ from packets.examples import DEFAULT_EXAMPLE, example_path
 
 from . import drafts, keys
 from .keymap import keymap_path, load_keymap
+from .lab import Lab, subject
 from .palette import PaletteCommand, WorkbenchCommands
 from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
 from .session import (
@@ -100,6 +101,8 @@ class WorkbenchApp(App[int]):
         self.set_reactive(WorkbenchApp.working, working)
         self.draft_settled = False
         """False while an earlier draft awaits the user's decision: nothing may overwrite it."""
+        self.lab = Lab()
+        """Model results shared by the Baseline, Diagnose and Tune steps (cached by inputs)."""
         self.exit_notes: dict[str, str] = {}
         """Lines for the command line to print after exit (where unsaved edits were kept...)."""
         self._startup_warnings: list[str] = []
@@ -139,6 +142,26 @@ class WorkbenchApp(App[int]):
         for warning in self._startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
         self._offer_draft()
+        self.call_after_refresh(self._warm_up_lab)
+
+    def _warm_up_lab(self) -> None:
+        """After the first frame: load the model and its numba kernels and run the baseline in
+        the background, so the first step that needs them does not wait."""
+        working = self.working
+
+        def warm() -> None:
+            self.lab.warm_up()
+            self.lab.run(subject(working))
+            with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile
+                self.call_from_thread(self._refresh_step_marks)
+
+        self.run_worker(warm, name="lab-warm-up", thread=True, exit_on_error=False)
+
+    def _refresh_step_marks(self) -> None:
+        """Re-evaluate the done marks of the step on screen (a result has just arrived)."""
+        refresh = getattr(self.screen, "refresh_steps", None)
+        if refresh is not None:
+            refresh()
 
     def on_unmount(self) -> None:
         self._remove_signal_handlers()
@@ -308,7 +331,7 @@ class WorkbenchApp(App[int]):
 
     def step_rows(self) -> list[StepRow]:
         """What the step list shows, with each step's done-predicate evaluated now."""
-        progress = Progress(self.working, self.left)
+        progress = Progress(self.working, self.left, self.lab)
         return [
             StepRow(step.id, number, step.title, step.done(progress))
             for number, step in enumerate(self.steps, start=1)
