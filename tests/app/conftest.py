@@ -65,6 +65,7 @@ async def settle(app: WorkbenchApp, pilot, timeout: float = SETTLE_TIMEOUT_S) ->
     from workbench.widgets.charts import Chart
 
     deadline = time.monotonic() + timeout
+    await pilot.pause()  # keys already sent are handled (and start their workers) first
     while True:
         await pilot.pause(0.02)
         running = [w.name for w in app.workers if not w.is_finished and w.name != "stall-monitor"]

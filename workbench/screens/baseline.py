@@ -74,7 +74,7 @@ class BaselineScreen(LabScreen):
 
     def compose_main(self) -> ComposeResult:
         yield from self.compose_status()
-        with VerticalScroll(id="baseline-body", can_focus=False):
+        with VerticalScroll(id="baseline-body"):  # focusable: arrows scroll it at 80x24
             yield Static("Running the baseline…", id="baseline-run")
             yield Static(id="baseline-tail")
             with Grid(id="pipeline"):

@@ -80,7 +80,7 @@ class LabScreen(StepScreen):
         generation = self.newest(group) + 1
         self._generation[group] = generation
         self.run_worker(
-            self._work(group, generation, job, apply, debounce, label),
+            partial(self._work, group, generation, job, apply, debounce, label),
             name=f"lab-{group}",
             group=f"lab-{group}",
             exclusive=True,
