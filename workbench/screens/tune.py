@@ -239,51 +239,70 @@ class TuneScreen(LabScreen):
         at once from the cache, else in a worker (debounced while editing)."""
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
-        self.query_one("#tune-status", Static).update(self._status(None, None, target))
+        shown = self.shown_runs or (None, None)
+        status = self._status(shown[0], shown[1], target, updating=True)
+        self.query_one("#tune-status", Static).update(status)
         lab = self.lab
-        cached = lab.cached_run(target), lab.cached_run(base), lab.cached_worksheet(target, base)
-        if not debounce and all(found is not None for found in cached):
+        cached = lab.cached_run(target), lab.cached_run(base)
+        if not debounce and cached[0] is not None and cached[1] is not None:
             self.forget("tune")
-            self.show_runs(cached)  # type: ignore[arg-type]
+            self.show_runs((cached[0], cached[1]))
             return
         self.compute(
-            "tune",
-            lambda: (lab.run(target), lab.run(base), lab.worksheet(target, base)),
-            self.show_runs,
-            debounce=debounce,
+            "tune", lambda: (lab.run(target), lab.run(base)), self.show_runs, debounce=debounce
         )
 
-    def _status(self, run: LabRun | None, base: LabRun | None, target: Subject):  # type: ignore[no-untyped-def]
+    def _status(  # type: ignore[no-untyped-def]
+        self, run: LabRun | None, base: LabRun | None, target: Subject, *, updating: bool = False
+    ):
         from .tune_views import status_text
 
         changes = self.changes(self.workbench.working.packet)
-        return status_text(run, base, self.start_from, target.name, changes)
+        return status_text(run, base, self.start_from, target.name, changes, updating=updating)
 
-    def show_runs(self, result: tuple[LabRun, LabRun, dict]) -> None:
-        """Show a working run against the baseline run, and the worksheet."""
+    def show_runs(self, result: tuple[LabRun, LabRun]) -> None:
+        """Show a working run against the baseline run (status and charts)."""
         from workbench.lab_charts import hbm_chart, latency_chart
         from workbench.widgets.charts import Chart
 
-        from .tune_views import worksheet_view
-
-        run, base, sheet = result
+        run, base = result
         packet = self.workbench.working.packet
         self.shown_runs = (run, base)
         target = self.working_subject(self.workbench.working)
         self.query_one("#tune-status", Static).update(self._status(run, base, target))
         self.query_one("#tune-latency", Chart).show(latency_chart(run, base, packet))
         self.query_one("#tune-hbm", Chart).show(hbm_chart([("baseline", base), ("working", run)]))
-        compact = self.has_class("-compact")
-        self.query_one("#worksheet-table", Static).update(worksheet_view(sheet, compact=compact))
         self.request_extras()
 
     def request_extras(self) -> None:
-        """Compute what the view on screen needs beyond the runs (load curves, candidates)."""
+        """Compute what the view on screen needs beyond the runs (worksheet, load curves,
+        candidates): only for the view on screen, so editing stays quick."""
         view = self.deck.current
-        if view == "tune-load":
+        if view == "tune-worksheet":
+            self.request_worksheet()
+        elif view == "tune-load":
             self.request_load_curves()
         elif view == "tune-candidates":
             self.request_candidates()
+
+    def request_worksheet(self) -> None:
+        """The fusion & tile-plan worksheet of the working configuration against the baseline."""
+        working = self.workbench.working
+        target, base = self.working_subject(working), subject(working)
+        lab = self.lab
+        found = lab.cached_worksheet(target, base)
+        if found is not None:
+            self.forget("tune-sheet")
+            self.show_worksheet(found)
+            return
+        self.compute("tune-sheet", lambda: lab.worksheet(target, base), self.show_worksheet)
+
+    def show_worksheet(self, sheet: dict) -> None:
+        """Show the worksheet table."""
+        from .tune_views import worksheet_view
+
+        compact = self.has_class("-compact")
+        self.query_one("#worksheet-table", Static).update(worksheet_view(sheet, compact=compact))
 
     def request_load_curves(self) -> None:
         """p99 vs load for the baseline and the working configuration, with progress."""

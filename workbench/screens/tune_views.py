@@ -13,23 +13,31 @@ from workbench.lab_views import compare, headline_line
 
 
 def status_text(
-    working: LabRun | None, baseline: LabRun | None, start: str, name: str, changes: list[str]
+    working: LabRun | None,
+    baseline: LabRun | None,
+    start: str,
+    name: str,
+    changes: list[str],
+    *,
+    updating: bool = False,
 ) -> Text:
-    """Three lines: what the working configuration is, its headline against the baseline, and
-    the bottleneck shift."""
+    """Three lines, always (so the views below never jump): what the working configuration is,
+    its headline against the baseline, and the bottleneck shift. With `updating`, the runs
+    shown are the last ones and a newer run is on its way (they are dimmed)."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append("Working: ", style="bold")
     text.append(f"{name} (from {start}) · changed: {', '.join(changes) or 'nothing'}\n")
     if working is None or baseline is None:
-        text.append("running the model…", style="italic")
+        text.append("running the model…\n", style="italic")
         return text
+    dim = "dim" if updating else ""
     comparison = compare(working, baseline)
     mark, colour = ("✓ SLA", "green") if comparison.meets_sla else ("✗ SLA", "red")
-    text.append(f"{mark} ", style=f"bold {colour}")
-    text.append(headline_line(comparison) + "\n")
-    text.append("Bottleneck: ", style="bold")
+    text.append(f"{mark} ", style=f"bold {colour} {dim}".strip())
+    text.append(headline_line(comparison) + "\n", style=dim)
+    text.append("Bottleneck: ", style=f"bold {dim}".strip())
     before = baseline.summary["classification"]["primary"]["class"]
-    text.append(f"{before} (baseline) -> {comparison.primary}")
+    text.append(f"{before} (baseline) -> {comparison.primary}", style=dim)
     return text
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from plotext import _utility as plotext_utility
 from rich.text import Text
 from textual.app import RenderResult
 from textual.timer import Timer
@@ -21,6 +22,18 @@ from textual_plotext import PlotextPlot
 
 from workbench.chart_data import ChartData, reduce_points
 from workbench.theming import register_plot_theme
+
+
+def _ordered_unique(data: object) -> list:
+    """Unique items in first-seen order (what plotext's `no_duplicates` means)."""
+    return list(dict.fromkeys(data))  # type: ignore[call-overload]
+
+
+# plotext 5.2.8 removes duplicate points with list(set(...)), so the order it draws overlapping
+# bars and labels in follows string hashing, which changes with every process: the same chart
+# came out differently from run to run. The order-preserving version (plotext's own commented
+# alternative) makes charts, and so snapshots, the same every time.
+plotext_utility.no_duplicates = _ordered_unique
 
 MIN_REDRAW_S = 0.05  # at most 20 rebuilds a second; a rebuild costs 4-13 ms (NOTES)
 POINTS_PER_CELL = 2  # braille packs two points per cell across
@@ -59,6 +72,11 @@ class Chart(PlotextPlot):
         # Not PlotextPlot.on_mount: it parses theme colours with Color.parse, which ANSI
         # themes break; register_plot_theme copes with them and with NO_COLOR.
         self.app.theme_changed_signal.subscribe(self, lambda _: self.refresh())
+
+    @property
+    def drawn(self) -> bool:
+        """True once the current data has been built into a frame (at `built_at`)."""
+        return self._frame_key is not None and self._frame_key[0] == self._version
 
     @property
     def pending(self) -> bool:
