@@ -56,6 +56,7 @@ def freeze_heap() -> None:
 
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
+WARM_UP_AFTER_S = 0.3  # after the first frame: loading numba then would delay that frame
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ class WorkbenchApp(App[int]):
         for warning in self._startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
         self._offer_draft()
-        self.call_after_refresh(self._warm_up_lab)
+        self.set_timer(WARM_UP_AFTER_S, self._warm_up_lab)
 
     def _warm_up_lab(self) -> None:
         """After the first frame: load the model and its numba kernels and run the baseline in
@@ -160,6 +161,8 @@ class WorkbenchApp(App[int]):
         working = self.working
 
         def warm() -> None:
+            import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
+
             self.lab.warm_up()
             self.lab.run(subject(working))
             with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile

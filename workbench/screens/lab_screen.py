@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual.app import ComposeResult
@@ -40,6 +41,8 @@ def one_line(exc: BaseException) -> str:
 
 class LabScreen(StepScreen):
     """Base of the Baseline, Diagnose and Tune steps: workers, progress and errors."""
+
+    CSS_PATH = Path(__file__).parent / "lab.tcss"  # loaded with the first lab screen
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
