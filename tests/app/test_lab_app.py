@@ -289,3 +289,28 @@ async def test_lab_keys_are_listed_in_help_and_palette(make_app: MakeApp) -> Non
         assert {"Save candidate", "Next view", "Reset working"} <= titles
         shown = [b.binding.description for b in app.screen.active_bindings.values()]
         assert "Save candidate" in shown
+
+
+@pytest.mark.parametrize("no_color", [False, True], ids=["ansi-theme", "NO_COLOR"])
+async def test_charts_follow_16_colour_themes_and_no_color(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, no_color: bool
+) -> None:
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(theme="workbench-ansi")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("3")
+        await settle(app, pilot)
+        drivers = chart(app, "chart-drivers")
+        assert drivers.builds >= 1
+        frame = drivers.render()
+        colours = {
+            (span.style.color, span.style.bgcolor)  # type: ignore[union-attr]
+            for span in frame.spans  # type: ignore[union-attr]
+            if not isinstance(span.style, str)
+        }
+        if no_color:
+            assert colours <= {(None, None)}
+        else:  # the theme's own 16 colours (ANSI numbers), never an RGB value
+            assert all(c is None or c.number is not None for pair in colours for c in pair)
+            assert any(c is not None for pair in colours for c in pair)
