@@ -90,11 +90,18 @@ def pipeline(run: LabRun, packet: Packet, placement: str) -> list[Stage]:
     launches = s.get("launches_per_request")
     util = np.asarray(s["core_utilization"])
     fallback = run.buckets.fallback_share if run.buckets is not None else s["fallback_rate"]
-    compile_figures = (
-        f"{run.kernels_per_layer} kernels x {run.layers} layers",
-        f"{launches:.1f} launches/req" if launches is not None else "pinned service",
-        f"fallback {fallback:.0%} of mix",
-    )
+    if launches is None:  # a pinned service distribution: no kernels are modelled
+        compile_figures: tuple[str, ...] = (
+            "service times pinned",
+            "(no kernels modelled)",
+            f"fallback {s['fallback_rate']:.0%} of requests",
+        )
+    else:
+        compile_figures = (
+            f"{run.kernels_per_layer} kernels x {run.layers} layers",
+            f"{launches:.1f} launches/req",
+            f"fallback {fallback:.0%} of mix",
+        )
     hbm = s.get("hbm_peak_demand_ratio")
     return [
         Stage("compile plan", compile_figures),

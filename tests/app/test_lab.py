@@ -206,3 +206,18 @@ def test_charts_carry_the_runs_figures(working: WorkingPacket, lab: Lab) -> None
     assert cores.values("busy %").tolist() == (base.profiles.core_utilization * 100).tolist()
     hbm = lab_charts.hbm_chart([("baseline", base)])
     assert hbm.series[0].peaks and hbm.hlines == (1.0,)
+
+
+def test_a_pinned_service_distribution_runs_and_says_so(working: WorkingPacket) -> None:
+    pinned = apply_edit(
+        working,
+        ("baseline", "service"),
+        {"source": "distribution", "dist": "exponential", "mean_ms": 15.0},
+    )
+    assert isinstance(pinned, WorkingPacket)
+    run = Lab().run(subject(pinned))
+    assert run.buckets is None and run.summary["launches_per_request"] is None
+    stages = lab_views.pipeline(run, pinned.packet, "central-queue")
+    assert stages[0].figures[0] == "service times pinned"
+    assert stages[3].figures[2] == "HBM n/a (pinned)"
+    assert lab_charts.driver_chart(run).categories  # the tail still has parts to show
