@@ -350,10 +350,6 @@ class Lab:
                 self._key_locks = {k: v for k, v in self._key_locks.items() if v.locked()}
             return self._key_locks.setdefault(key, threading.Lock())
 
-    def cached_load_curve(self, subject: Subject) -> LoadCurve | None:
-        """The load curve of `subject` if computed already."""
-        return self._curves.get(subject.key)
-
     def load_curve(
         self,
         subject: Subject,

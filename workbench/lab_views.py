@@ -25,11 +25,6 @@ def ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.2f} ms"
 
 
-def signed(value: float, unit: str = "ms") -> str:
-    """'+1.23 ms' / '-1.23 ms' (a change)."""
-    return f"{value:+,.2f} {unit}".rstrip()
-
-
 @dataclass(frozen=True)
 class Verdict:
     """One SLA line: what is checked, its value and target as text, and whether it holds

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from packets.candidates import BASELINE
 from packets.schema import BatchPolicy, CompiledShapes, Config, Packet
-from workbench.form import FieldSpec, field_spec, format_value
+from workbench.form import FieldSpec, field_spec
 from workbench.lab_config import fusion_text, parse_fusion, parse_tile, tile_text, tileable_ops
 from workbench.widgets.field_editor import FieldEditor, editor_for
 
@@ -150,8 +150,3 @@ def make_editor(field: TuneField, config: Config, start: str) -> FieldEditor:
     if field.role == "fusion":
         return FieldEditor(field.spec, value, id=field.id)
     return editor_for(field.spec, value, id=field.id)
-
-
-def shown_text(field: TuneField, value: Any) -> str:
-    """The text an editor shows for `value`."""
-    return format_value(field.spec, value)
