@@ -11,7 +11,9 @@ from textual.screen import Screen
 
 from .palette import PaletteCommand
 from .screens.base import StepScreen
+from .screens.diagnose import DiagnoseScreen
 from .screens.modals import HelpScreen, KeyRow, RecoverScreen
+from .screens.tune import TuneScreen
 from .widgets.field_editor import ChoiceField, FieldEditor
 from .widgets.number_field import NumberField
 
@@ -31,6 +33,8 @@ def binding_owners(app: WorkbenchApp) -> list[tuple[str, list[Binding]]]:
         ("everywhere", app.BINDINGS),
         ("everywhere", jumps),
         ("step screens", StepScreen.BINDINGS),
+        ("Diagnose", DiagnoseScreen.BINDINGS),
+        ("Tune", TuneScreen.BINDINGS),
         ("fields", FieldEditor.BINDINGS),
         ("number fields", NumberField.BINDINGS),
         ("choice fields", ChoiceField.BINDINGS),

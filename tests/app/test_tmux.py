@@ -1,5 +1,6 @@
-"""The real app in a real terminal: tmux at 80x24, keys through every step, then a dropped
-session mid-edit (tmux kills the pane: SIGHUP) and a reopen that recovers the edit from the draft.
+"""The real app in a real terminal: tmux at 80x24, keys through every step (the lab steps' charts
+drawn on screen), then a dropped session mid-edit (tmux kills the pane: SIGHUP) and a reopen
+that recovers the edit from the draft.
 
 tmux is required (CI installs it); a missing tmux fails this test rather than skipping it.
 """
@@ -113,10 +114,20 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     command = [sys.executable, "-m", "workbench.cli", "open", str(packet)]
     pid = tmux.start(command)
     tmux.wait_for("1 · Packet")
-    for title in ("2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"):
+    for title, shown in (
+        ("2 · Baseline", "1 compile plan"),  # the pipeline's first stage, once the model ran
+        ("3 · Diagnose", "Tail drivers, ms"),  # a chart's title ...
+        ("4 · Tune", "Latency by percentile"),
+        ("5 · Mapping", "Compiled buckets"),
+    ):
         tmux.keys("C-n")
-        screen = tmux.wait_for(title)
+        tmux.wait_for(title)
+        screen = tmux.wait_for(shown)
         assert "› " in screen and "✓ 1 Packet" in screen
+        if title != "5 · Mapping":
+            assert "┤" in screen or "╭" in screen  # ... drawn: a plotext axis tick (or a box)
+        if title == "4 · Tune":
+            assert "└┬" in screen and "p99" in screen  # the chart's x axis and its tail ticks
     tmux.keys("1")
     tmux.wait_for("Workload profile")
 
