@@ -1,8 +1,7 @@
 """Packet facts each step is built on, as plain label/value rows (textual-free).
 
-The Baseline, Diagnose, Tune and Mapping steps show these before the model's results arrive:
-they are read from the packet (or derived by plain arithmetic named in each docstring), never
-estimated.
+The Baseline and Mapping steps show these beside the model's results: they are read from the
+packet (or derived by plain arithmetic named in each docstring), never estimated.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from packets.candidates import changed_knobs
 from packets.schema import Config, GemmTile, Packet
 
 
@@ -141,37 +139,6 @@ def baseline_facts(packet: Packet) -> list[Fact]:
             else f"{service.dist}, mean {_num(service.mean_ms, 'ms')}",
         ),
         Fact("Seed", str(packet.seed)),
-    ]
-
-
-def diagnose_facts(packet: Packet) -> list[Fact]:
-    """Inputs behind the three tail drivers: queueing delay, core imbalance, mapping fallback."""
-    base = packet.baseline
-    mix = packet.inputs.workload.shapes.seq_len
-    mapping = shape_mapping(mix.values, mix.weights, base.compiled_shapes.seq_len)
-    return [
-        Fact("SLA", _sla(packet)),
-        Fact("Queueing: arrivals", _arrivals(packet)),
-        Fact("Queueing: batching", _batching(base)),
-        Fact("Imbalance: placement", base.placement),
-        Fact("Imbalance: cores", _hardware(packet)),
-        Fact("Fallback: traffic outside buckets", f"{mapping.fallback_share:.1%}"),
-        Fact(
-            "Fallback: cost",
-            f"compile stall {_num(base.fallback.compile_stall_ms, 'ms')}, "
-            f"dispatch +{_num(base.fallback.dispatch_overhead_us, 'us')}/kernel",
-        ),
-        Fact("Shape mix source", packet.inputs.workload.shape_source),
-    ]
-
-
-def tune_facts(packet: Packet) -> list[Fact]:
-    """Each candidate with the knobs it changes against the baseline."""
-    if not packet.candidates:
-        return [Fact("Candidates", "none in this packet")]
-    return [
-        Fact(c.name, ", ".join(changed_knobs(packet, c.name)) or "changes nothing")
-        for c in packet.candidates
     ]
 
 

@@ -44,12 +44,26 @@ def binding_owners(app: WorkbenchApp) -> list[tuple[str, list[Binding]]]:
 
 
 def step_screen_bindings(app: WorkbenchApp) -> list[tuple[str, Iterable[BindingType]]]:
-    """The keys each step's own screen adds (a screen class's own BINDINGS, not inherited)."""
-    return [
-        (f"{step.title} step", vars(step.screen).get("BINDINGS", []))
-        for step in app.steps
-        if isinstance(step.screen, type) and vars(step.screen).get("BINDINGS")
-    ]
+    """The keys each step's screen adds to StepScreen's (its class's and its bases' own
+    BINDINGS), each binding once, named for the first step that has it."""
+    seen: set[int] = set()
+    found = []
+    for step in app.steps:
+        if not isinstance(step.screen, type):
+            continue
+        classes = [
+            c for c in step.screen.__mro__ if issubclass(c, StepScreen) and c is not StepScreen
+        ]
+        bindings = [
+            b
+            for cls in classes
+            for b in vars(cls).get("BINDINGS", [])
+            if isinstance(b, Binding) and id(b) not in seen
+        ]
+        seen |= {id(b) for b in bindings}
+        if bindings:
+            found.append((f"{step.title} step", bindings))
+    return found
 
 
 def binding_ids(app: WorkbenchApp) -> list[str]:

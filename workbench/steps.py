@@ -15,6 +15,8 @@ from .session import WorkingPacket
 if TYPE_CHECKING:
     from textual.screen import Screen
 
+    from .lab import Lab
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -23,10 +25,12 @@ class Progress:
     Attributes:
         working: the packet under edit.
         left: ids of the steps the user has been through and moved on from.
+        lab: the app's cached model results (None: nothing computed yet).
     """
 
     working: WorkingPacket
     left: frozenset[str]
+    lab: Lab | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,16 @@ def left_behind(step_id: str) -> Callable[[Progress], bool]:
     return done
 
 
+def baseline_computed(progress: Progress) -> bool:
+    """Done once the baseline run (with its diagnosis) is computed for the current inputs."""
+    return progress.lab is not None and progress.lab.has_baseline(progress.working)
+
+
+def has_candidates(progress: Progress) -> bool:
+    """Done once the packet holds at least one candidate."""
+    return bool(progress.working.packet.candidates)
+
+
 def default_steps() -> tuple[Step, ...]:
     """The workbench's steps in order."""
     from .review_state import matrix_done, proposal_done, release_done, signed_done
@@ -89,21 +103,21 @@ def default_steps() -> tuple[Step, ...]:
             "Baseline",
             "The configuration every candidate is judged against, under the packet's load.",
             BaselineScreen,
-            left_behind("baseline"),
+            baseline_computed,
         ),
         Step(
             "diagnose",
             "Diagnose",
             "Which tail driver dominates: queueing delay, core imbalance or mapping fallback.",
             DiagnoseScreen,
-            left_behind("diagnose"),
+            baseline_computed,
         ),
         Step(
             "tune",
             "Tune",
             "Candidates against the baseline: fusion, tile shapes and batch policy.",
             TuneScreen,
-            left_behind("tune"),
+            has_candidates,
         ),
         Step(
             "mapping",

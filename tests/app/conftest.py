@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,3 +54,23 @@ def make_app(home: Path, packet_file: Path) -> Callable[..., WorkbenchApp]:
         return WorkbenchApp(working_for(path or packet_file), WorkbenchOptions(**options))  # type: ignore[arg-type]
 
     return make
+
+
+SETTLE_TIMEOUT_S = 60.0  # a first numba compile on a fresh checkout takes ~6 s
+
+
+async def settle(app: WorkbenchApp, pilot, timeout: float = SETTLE_TIMEOUT_S) -> None:  # type: ignore[no-untyped-def]
+    """Wait until no worker runs (model runs, the start-up warm-up) and no chart waits for its
+    redraw, so what is on screen is final (fails after `timeout` seconds)."""
+    from workbench.widgets.charts import Chart
+
+    deadline = time.monotonic() + timeout
+    await pilot.pause()  # keys already sent are handled (and start their workers) first
+    while True:
+        await pilot.pause(0.02)
+        running = [w.name for w in app.workers if not w.is_finished and w.name != "stall-monitor"]
+        pending = [c.id for c in app.screen.query(Chart) if c.pending]
+        if not running and not pending:
+            break
+        assert time.monotonic() < deadline, f"still running after {timeout} s: {running + pending}"
+    await pilot.pause()

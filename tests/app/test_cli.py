@@ -53,6 +53,7 @@ def test_commands_without_the_app_never_import_textual(argv: list[str]) -> None:
 
 
 TEXTUAL_FREE = ["session", "drafts", "form", "facts", "keymap", "stall", "steps"]
+TEXTUAL_FREE += ["lab", "lab_config", "lab_views", "lab_charts", "chart_data"]
 
 
 def test_domain_modules_of_the_app_do_not_import_textual() -> None:

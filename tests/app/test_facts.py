@@ -6,13 +6,7 @@ import numpy as np
 
 from packets.examples import example_names, example_path
 from packets.load import load_packet
-from workbench.facts import (
-    baseline_facts,
-    diagnose_facts,
-    mapping_facts,
-    shape_mapping,
-    tune_facts,
-)
+from workbench.facts import baseline_facts, mapping_facts, shape_mapping
 
 
 def test_shape_mapping_pads_to_the_smallest_bucket_and_falls_back_above_all() -> None:
@@ -26,12 +20,6 @@ def test_shape_mapping_pads_to_the_smallest_bucket_and_falls_back_above_all() ->
 def test_facts_for_every_example_are_text_rows() -> None:
     for name in example_names():
         packet = load_packet(example_path(name)).packet
-        for facts in (baseline_facts, diagnose_facts, tune_facts, mapping_facts):
+        for facts in (baseline_facts, mapping_facts):
             rows = facts(packet)
             assert rows and all(r.label and r.value for r in rows), (name, facts.__name__)
-
-
-def test_tune_facts_name_the_changed_knobs() -> None:
-    packet = load_packet(example_path("fusion-tiling-llama-decode")).packet
-    rows = {r.label: r.value for r in tune_facts(packet)}
-    assert rows["standard-fusion-wide-tiles"] == "fusion, tiles.down_proj, tiles.gate_up_proj"

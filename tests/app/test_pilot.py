@@ -23,7 +23,7 @@ from workbench.theming import NO_COLOR, register_plot_theme
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import StepList
 
-from .conftest import LARGE, LIGHT_STEPS, SMALL, working_for
+from .conftest import LARGE, LIGHT_STEPS, SMALL, settle, working_for
 
 MakeApp = Callable[..., WorkbenchApp]
 STEP_TITLES = ["1 · Packet", "2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"]
@@ -77,6 +77,7 @@ async def test_walk_every_step_by_keys(make_app: MakeApp, size: tuple[int, int])
         await pilot.press("ctrl+n")  # already at the last step: stays
         await pilot.pause()
         assert app.current_step == "review"
+        await settle(app, pilot)  # Baseline and Diagnose are done once the baseline has run
         rows = app.step_rows()
         # The review steps are done only when their outputs are there and current.
         assert [r.done for r in rows] == [True] * 5 + [False] * 4

@@ -12,7 +12,7 @@ import pytest
 
 from workbench.app import WorkbenchApp
 
-from .conftest import LARGE, SMALL
+from .conftest import LARGE, SMALL, settle
 from .svg_text import svg_text
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -52,9 +52,7 @@ async def screenshots(app: WorkbenchApp, size: tuple[int, int], steps: list[str]
         await pilot.pause()
         for number, step in enumerate(steps, start=1):
             await pilot.press(str(number))
-            await pilot.pause()
-            await app.workers.wait_for_complete()  # steps that run the model show its result
-            await pilot.pause()
+            await settle(app, pilot)  # model results (and the start-up warm-up) are in
             assert app.current_step == step
             name = f"{step}-{app.theme}-{size[0]}x{size[1]}"
             failures.append(compare(name, app.export_screenshot(title=name), size))

@@ -1,17 +1,108 @@
-"""The Baseline step. The baseline configuration, the load and the SLA it is judged under."""
+"""The Baseline step: the explicit baseline run with its seed, tail first, the SLA verdict, and
+the pipeline compile plan -> runtime queue -> core placement -> completion with its figures."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shlex
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Grid, VerticalScroll
+from textual.widgets import Static
 
 from packets.schema import Packet
-from workbench.facts import Fact, baseline_facts
+from workbench.facts import baseline_facts
+from workbench.lab import LabRun, subject
+from workbench.lab_views import pipeline, sla_verdicts, tail_first
+from workbench.session import WorkingPacket
+from workbench.widgets.fact_table import FactTable
 
-from .facts_screen import FactsScreen
+from .lab_screen import LabScreen
+
+STAGES = ("compile plan", "runtime queue", "core placement", "completion")
 
 
-class BaselineScreen(FactsScreen):
-    """The baseline configuration, the load and the SLA it is judged under."""
+def verdict_mark(ok: bool | None) -> Text:
+    """✓ / ✗ / – for an SLA check that holds, fails, or has no target."""
+    if ok is None:
+        return Text("–", style="dim")
+    return Text("✓", style="bold green") if ok else Text("✗", style="bold red")
 
-    def facts(self, packet: Packet) -> Sequence[Fact]:
-        return baseline_facts(packet)
+
+def run_heading(run: LabRun, packet: Packet, packet_file: str) -> Text:
+    """What was run: seed, requests, warm-up, and the command that reproduces it (run from the
+    packet's folder)."""
+    s = run.summary
+    workload = packet.inputs.workload
+    file = Path(packet_file).name
+    command = shlex.join(
+        ["workbench", "run", file, "--seed", str(s["seed"]), "--requests", str(s["requests"])]
+    )
+    return Text.assemble(
+        ("Baseline run", "bold"),
+        f" · seed {s['seed']} · {s['requests']:,} requests ({workload.warmup_fraction:.0%} "
+        f"warm-up dropped)\n",
+        ("reproduce: ", "dim"),
+        command,
+    )
+
+
+def tail_table(run: LabRun, packet: Packet) -> Table:
+    """Latency tail first, then the SLA verdict per target."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    lat = dict(tail_first(run.summary))
+    table.add_row("Latency", f"p99 {lat['p99']}", f"p95 {lat['p95']}", f"p50 {lat['p50']}")
+    table.add_row("", f"mean {lat['mean']}", f"max {lat['max']}", "")
+    for verdict in sla_verdicts(run.summary, packet):
+        table.add_row(
+            "SLA" if verdict.label == "p99" else "",
+            Text.assemble(verdict_mark(verdict.ok), f" {verdict.label} {verdict.value}"),
+            Text(verdict.target, style="dim"),
+            "",
+        )
+    return table
+
+
+class BaselineScreen(LabScreen):
+    """The baseline run (computed once per inputs, shared with Diagnose and Tune)."""
+
+    def compose_main(self) -> ComposeResult:
+        yield from self.compose_status()
+        with VerticalScroll(id="baseline-body"):  # focusable: arrows scroll it at 80x24
+            yield Static("Running the baseline…", id="baseline-run")
+            yield Static(id="baseline-tail")
+            with Grid(id="pipeline"):
+                for number, name in enumerate(STAGES, start=1):
+                    stage = Static(id=f"stage-{number}", classes="stage")
+                    stage.border_title = f"{number} {name}" + (" ▸" if number < 4 else "")
+                    yield stage
+            yield Static("Inputs", classes="section")
+            yield FactTable(id="facts")
+
+    def show_packet(self, working: WorkingPacket) -> None:
+        self.query_one(FactTable).show(baseline_facts(working.packet))
+        wanted = subject(working)
+        found = self.lab.cached_run(wanted)
+        if found is not None:
+            self.forget("baseline")
+            self.show_run(found)
+            return
+        self.query_one("#baseline-run", Static).update("Running the baseline…")
+        self.compute("baseline", lambda: self.lab.run(wanted), self.show_run)
+
+    def show_run(self, run: LabRun) -> None:
+        """Show a baseline run."""
+        packet = self.workbench.working.packet
+        heading = run_heading(run, packet, self.workbench.working.name)
+        self.query_one("#baseline-run", Static).update(heading)
+        self.query_one("#baseline-tail", Static).update(tail_table(run, packet))
+        stages = pipeline(run, packet, packet.baseline.placement)
+        for number, stage in enumerate(stages, start=1):
+            self.query_one(f"#stage-{number}", Static).update("\n".join(stage.figures))
+        self.refresh_steps()

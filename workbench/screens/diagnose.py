@@ -1,17 +1,115 @@
-"""The Diagnose step. The inputs behind each tail driver: arrivals and batching (queueing), placement and cores (imbalance), traffic outside compiled buckets (fallback)."""
+"""The Diagnose step: the bottleneck classification with its evidence, the three debug branches
+as a checklist (tail first, fairness across cores, fusion against memory), and charts of the
+tail-latency drivers, the queue-wait profile, per-core utilization and HBM demand."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
 
 from packets.schema import Packet
-from workbench.facts import Fact, diagnose_facts
+from workbench.lab import LabRun, subject
+from workbench.lab_views import checklist
+from workbench.session import WorkingPacket
 
-from .facts_screen import FactsScreen
+from .lab_screen import LabScreen
+
+if TYPE_CHECKING:
+    from workbench.widgets.chart_deck import ChartDeck
+
+VIEWS = (
+    ("chart-drivers", "Tail drivers"),
+    ("chart-wait", "Queue wait"),
+    ("chart-cores", "Cores"),
+    ("chart-hbm", "HBM demand"),
+)
 
 
-class DiagnoseScreen(FactsScreen):
-    """The inputs behind each tail driver: arrivals and batching (queueing), placement and cores (imbalance), traffic outside compiled buckets (fallback)."""
+def classification_text(run: LabRun) -> Text:
+    """Primary class with its score and evidence, then the secondary classes."""
+    cls = run.summary["classification"]
+    primary = cls["primary"]
+    evidence = ", ".join(
+        f"{k} {v:g}" for k, v in primary["evidence"].items() if k != "p99_tail_score"
+    )
+    secondary = ", ".join(f"{s['class']} ({s['value']:.2f})" for s in cls["secondary"]) or "none"
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append("Bottleneck: ", style="bold")
+    text.append(primary["class"], style="bold")
+    text.append(f" · p99-tail score {primary['value']:.2f} · secondary: {secondary}\n")
+    text.append(f"evidence: {evidence}", style="dim")
+    return text
 
-    def facts(self, packet: Packet) -> Sequence[Fact]:
-        return diagnose_facts(packet)
+
+def checklist_text(run: LabRun, packet: Packet) -> Text:
+    """The three debug branches, one line each with its finding under it."""
+    branches = checklist(run.summary, packet)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for number, branch in enumerate(branches, start=1):
+        mark, colour = ("✓", "green") if branch.clear else ("✗", "red")
+        text.append(f"{mark} ", style=f"bold {colour}")
+        text.append(f"{number} {branch.title}\n", style="bold")
+        text.append(f"  {branch.finding}" + ("\n" if number < len(branches) else ""))
+    return text
+
+
+class DiagnoseScreen(LabScreen):
+    """Diagnosis of the baseline run (the same cached run the Baseline step shows)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f2", "chart(1)", "Next chart", id="next-chart", priority=True),
+        Binding("f3", "chart(-1)", "Previous chart", id="previous-chart", priority=True),
+    ]
+
+    def compose_main(self) -> ComposeResult:
+        from workbench.widgets.chart_deck import ChartDeck
+        from workbench.widgets.charts import Chart
+
+        yield from self.compose_status()
+        yield Static("Running the baseline…", id="diagnose-class")
+        yield Static(id="diagnose-checklist")
+        waiting = "waiting for the model…"
+        views = [(view_id, name, Chart(waiting, id=view_id)) for view_id, name in VIEWS]
+        yield ChartDeck(views, "f2/f3", id="diagnose-deck")
+
+    @property
+    def deck(self) -> ChartDeck:
+        """The chart views."""
+        from workbench.widgets.chart_deck import ChartDeck
+
+        return self.query_one(ChartDeck)
+
+    def action_chart(self, offset: int) -> None:
+        """Show the next (or previous) chart."""
+        self.deck.step(offset)
+
+    def show_packet(self, working: WorkingPacket) -> None:
+        wanted = subject(working)
+        found = self.lab.cached_run(wanted)
+        if found is not None:
+            self.forget("baseline")
+            self.show_run(found)
+            return
+        self.query_one("#diagnose-class", Static).update("Running the baseline…")
+        self.compute("baseline", lambda: self.lab.run(wanted), self.show_run)
+
+    def show_run(self, run: LabRun) -> None:
+        """Show the diagnosis of a baseline run."""
+        from workbench.lab_charts import core_chart, driver_chart, hbm_chart, wait_chart
+        from workbench.widgets.charts import Chart
+
+        packet = self.workbench.working.packet
+        self.query_one("#diagnose-class", Static).update(classification_text(run))
+        self.query_one("#diagnose-checklist", Static).update(checklist_text(run, packet))
+        for view_id, data in (
+            ("chart-drivers", driver_chart(run)),
+            ("chart-wait", wait_chart(run)),
+            ("chart-cores", core_chart(run)),
+            ("chart-hbm", hbm_chart([("baseline", run)])),
+        ):
+            self.query_one(f"#{view_id}", Chart).show(data)
+        self.refresh_steps()

@@ -1,17 +1,366 @@
-"""The Tune step. The candidates in the packet and the knobs each one changes against the baseline."""
+"""The Tune step (the lab): edit a working configuration and watch it against the baseline.
+
+The working configuration starts from the baseline or any candidate ('start from'); fusion
+groups, tile shapes, batch policy, placement and compiled shapes are edited in place, each edit
+checked like a packet's configuration (schema, then the model) and refused in place with the
+model's one-line message. Valid edits rerun the model as you type (debounced, off the UI
+thread) and redraw the charts: latency percentiles, p99 vs load (a sweep of load factors, run
+only while on screen, with progress), HBM demand over time, the fusion & tile-plan worksheet
+with its bottleneck shifts, and the candidates with their headline changes. f4 saves the
+working configuration as a named candidate of the packet (so drafts and SIGHUP keep it).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
-from packets.schema import Packet
-from workbench.facts import Fact, tune_facts
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import ProgressBar, Static
 
-from .facts_screen import FactsScreen
+from packets.candidates import BASELINE, changed_knobs, resolve_config
+from packets.schema import Config, Packet
+from workbench.lab import WORKING, LabRun, LoadCurve, Subject, subject
+from workbench.lab_config import (
+    ConfigRefused,
+    candidate_entry,
+    changed_sections,
+    describe,
+    edit_config,
+)
+from workbench.session import WorkingPacket
+from workbench.widgets.field_editor import FieldEditor
+
+from .lab_screen import LabScreen
+from .tune_form import TuneField, make_editor, start_spec, tune_sections
+
+if TYPE_CHECKING:
+    from workbench.widgets.chart_deck import ChartDeck
+
+VIEWS = (
+    ("tune-latency", "Latency"),
+    ("tune-load", "p99 vs load"),
+    ("tune-hbm", "HBM"),
+    ("tune-worksheet", "Worksheet"),
+    ("tune-candidates", "Candidates"),
+)
 
 
-class TuneScreen(FactsScreen):
-    """The candidates in the packet and the knobs each one changes against the baseline."""
+class TuneScreen(LabScreen):
+    """The working configuration's editors, its status against the baseline, and the views."""
 
-    def facts(self, packet: Packet) -> Sequence[Fact]:
-        return tune_facts(packet)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f2", "view(1)", "Next view", id="next-chart", priority=True),
+        Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True),
+        Binding("f4", "save_candidate", "Save candidate", id="save-candidate", priority=True),
+        Binding("f5", "reset", "Reset working", id="reset-working", priority=True),
+    ]
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        packet = self.workbench.working.packet
+        self.start_from = BASELINE
+        """The configuration the working one started from: 'baseline' or a candidate."""
+        self.config: Config = packet.baseline
+        """The working configuration (every edit replaces it, never mutates it)."""
+        self.sections = tune_sections(packet)
+        self.fields = {f.id: f for _, fields in self.sections for f in fields}
+        self.shown_runs: tuple[LabRun, LabRun] | None = None
+        """(working, baseline) runs on screen."""
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def compose_main(self) -> ComposeResult:
+        from workbench.widgets.chart_deck import ChartDeck
+        from workbench.widgets.charts import Chart
+
+        yield from self.compose_status()
+        yield Static(id="tune-status")
+        with Horizontal(id="tune-body"):
+            with VerticalScroll(id="tune-form", can_focus=False):
+                for title, fields in self.sections:
+                    yield Static(title, classes="section")
+                    for field in fields:
+                        yield make_editor(field, self.config, self.start_from)
+            waiting = "waiting for the model…"
+            views = [
+                ("tune-latency", "Latency", Chart(waiting, id="tune-latency")),
+                (
+                    "tune-load",
+                    "p99 vs load",
+                    Vertical(
+                        ProgressBar(total=1, show_eta=False, id="load-progress"),
+                        Chart(waiting, id="load-chart"),
+                        id="tune-load",
+                    ),
+                ),
+                ("tune-hbm", "HBM", Chart(waiting, id="tune-hbm")),
+                (
+                    "tune-worksheet",
+                    "Worksheet",
+                    VerticalScroll(Static(id="worksheet-table"), id="tune-worksheet"),
+                ),
+                (
+                    "tune-candidates",
+                    "Candidates",
+                    VerticalScroll(Static(id="candidates-table"), id="tune-candidates"),
+                ),
+            ]
+            yield ChartDeck(views, "f2/f3", id="tune-deck")
+
+    @property
+    def deck(self) -> ChartDeck:
+        """The views (charts and tables)."""
+        from workbench.widgets.chart_deck import ChartDeck
+
+        return self.query_one(ChartDeck)
+
+    def editor(self, field_id: str) -> FieldEditor:
+        """The editor with DOM id `field_id`."""
+        return self.query_one(f"#{field_id}", FieldEditor)
+
+    # --- the working configuration ---------------------------------------------------------
+
+    def working_subject(self, working: WorkingPacket) -> Subject:
+        """The working configuration as a lab subject (named after its start while unedited)."""
+        packet = working.packet
+        unedited = self.config == resolve_config(packet, self.start_from)
+        dtype_from = None if self.start_from == BASELINE else self.start_from
+        name = self.start_from if unedited else WORKING
+        return subject(working, self.config, name=name, dtype_from=dtype_from)
+
+    def changes(self, packet: Packet) -> list[str]:
+        """Knobs the working configuration sets differently from the baseline."""
+        return changed_sections(packet.baseline, self.config)
+
+    def show_packet(self, working: WorkingPacket) -> None:
+        packet = working.packet
+        names = [BASELINE, *(c.name for c in packet.candidates)]
+        if self.start_from not in names:
+            self.start_from = BASELINE  # its candidate is gone; the working config stays
+        start = self.editor("tune-start")
+        start.spec = start_spec(packet)
+        start.show_value(self.start_from)
+        self.request_runs(debounce=False)
+
+    def start(self, name: str) -> None:
+        """Start the working configuration over from `name` (the baseline or a candidate)."""
+        self.start_from = name
+        self.config = resolve_config(self.workbench.working.packet, name)
+        self.sync_editors()
+        self.request_runs(debounce=False)
+
+    def sync_editors(self) -> None:
+        """Every editor shows the working configuration (problems cleared)."""
+        for field in self.fields.values():
+            if field.role == "name":
+                continue
+            editor = self.editor(field.id)
+            editor.problem = ""
+            editor.show_value(field.text_of(self.config, self.start_from))
+
+    def on_field_editor_edited(self, event: FieldEditor.Edited) -> None:
+        event.stop()
+        field: TuneField | None = self.fields.get(event.editor.id or "")
+        if field is None or field.role == "name":
+            event.editor.problem = ""
+            return
+        if field.role == "start":
+            if event.value != self.start_from:
+                self.start(event.value)
+            return
+        working = self.workbench.working
+        try:
+            value = field.value_of(event.value)
+            config = edit_config(self.working_subject(working), field.config_path, value)
+        except ConfigRefused as exc:
+            event.editor.problem = str(exc)
+            return
+        event.editor.problem = ""
+        event.editor.accepted = event.value
+        if config != self.config:
+            self.config = config
+            self.request_runs(debounce=True)
+
+    def action_reset(self) -> None:
+        """Put the working configuration back to where it started."""
+        self.start(self.start_from)
+
+    def action_view(self, offset: int) -> None:
+        """Show the next (or previous) view."""
+        self.deck.step(offset)
+
+    def on_chart_deck_switched(self, event: ChartDeck.Switched) -> None:
+        event.stop()
+        self.request_extras()
+
+    # --- saving ----------------------------------------------------------------------------
+
+    def next_name(self, packet: Packet) -> str:
+        """The first free name lab-1, lab-2, ..."""
+        taken = {c.name for c in packet.candidates}
+        return next(f"lab-{n}" for n in range(1, len(taken) + 2) if f"lab-{n}" not in taken)
+
+    def action_save_candidate(self) -> None:
+        """Save the working configuration as a candidate named in 'save as' (default lab-N)."""
+        app = self.workbench
+        packet = app.working.packet
+        name_editor = self.editor("tune-name")
+        name = name_editor.text.strip() or self.next_name(packet)
+        if not self.changes(packet) and self.start_from == BASELINE:
+            name_editor.problem = "nothing to save: the working configuration is the baseline"
+            return
+        try:
+            dtype_from = None if self.start_from == BASELINE else self.start_from
+            dtype = self.working_subject(app.working).dtype if dtype_from else None
+            entry = candidate_entry(
+                packet, self.config, name, describe(packet.baseline, self.config), dtype
+            )
+        except ConfigRefused as exc:
+            name_editor.problem = str(exc)
+            return
+        entries = [c.model_dump(mode="python", exclude_none=True) for c in packet.candidates]
+        entries.append(entry)
+        problem = app.check_edit(("candidates",), entries)
+        if problem is not None:
+            name_editor.problem = problem.message
+            return
+        self.start_from = name  # before the edit: the packet change it makes shows it
+        app.edit(("candidates",), entries, name)
+        name_editor.problem = ""
+        name_editor.set_text("")
+        app.notify(f"Saved candidate '{name}' in the packet (ctrl+s writes the file)")
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def request_runs(self, *, debounce: bool) -> None:
+        """Bring the status, charts and worksheet up to date with the working configuration:
+        at once from the cache, else in a worker (debounced while editing)."""
+        working = self.workbench.working
+        target, base = self.working_subject(working), subject(working)
+        shown = self.shown_runs or (None, None)
+        status = self._status(shown[0], shown[1], target, updating=True)
+        self.query_one("#tune-status", Static).update(status)
+        lab = self.lab
+        cached = lab.cached_run(target), lab.cached_run(base)
+        if not debounce and cached[0] is not None and cached[1] is not None:
+            self.forget("tune")
+            self.show_runs((cached[0], cached[1]))
+            return
+        self.compute(
+            "tune", lambda: (lab.run(target), lab.run(base)), self.show_runs, debounce=debounce
+        )
+
+    def _status(  # type: ignore[no-untyped-def]
+        self, run: LabRun | None, base: LabRun | None, target: Subject, *, updating: bool = False
+    ):
+        from .tune_views import status_text
+
+        changes = self.changes(self.workbench.working.packet)
+        return status_text(run, base, self.start_from, target.name, changes, updating=updating)
+
+    def show_runs(self, result: tuple[LabRun, LabRun]) -> None:
+        """Show a working run against the baseline run (status and charts)."""
+        from workbench.lab_charts import hbm_chart, latency_chart
+        from workbench.widgets.charts import Chart
+
+        run, base = result
+        packet = self.workbench.working.packet
+        self.shown_runs = (run, base)
+        target = self.working_subject(self.workbench.working)
+        self.query_one("#tune-status", Static).update(self._status(run, base, target))
+        self.query_one("#tune-latency", Chart).show(latency_chart(run, base, packet))
+        self.query_one("#tune-hbm", Chart).show(hbm_chart([("baseline", base), ("working", run)]))
+        self.request_extras()
+
+    def request_extras(self) -> None:
+        """Compute what the view on screen needs beyond the runs (worksheet, load curves,
+        candidates): only for the view on screen, so editing stays quick."""
+        view = self.deck.current
+        if view == "tune-worksheet":
+            self.request_worksheet()
+        elif view == "tune-load":
+            self.request_load_curves()
+        elif view == "tune-candidates":
+            self.request_candidates()
+
+    def request_worksheet(self) -> None:
+        """The fusion & tile-plan worksheet of the working configuration against the baseline."""
+        working = self.workbench.working
+        target, base = self.working_subject(working), subject(working)
+        lab = self.lab
+        found = lab.cached_worksheet(target, base)
+        if found is not None:
+            self.forget("tune-sheet")
+            self.show_worksheet(found)
+            return
+        self.compute("tune-sheet", lambda: lab.worksheet(target, base), self.show_worksheet)
+
+    def show_worksheet(self, sheet: dict) -> None:
+        """Show the worksheet table."""
+        from .tune_views import worksheet_view
+
+        compact = self.has_class("-compact")
+        self.query_one("#worksheet-table", Static).update(worksheet_view(sheet, compact=compact))
+
+    def request_load_curves(self) -> None:
+        """p99 vs load for the baseline and the working configuration, with progress."""
+        from workbench.lab import LOAD_FACTORS, scenario_for
+
+        working = self.workbench.working
+        target, base = self.working_subject(working), subject(working)
+        lab = self.lab
+        bar = self.query_one("#load-progress", ProgressBar)
+        points = len(LOAD_FACTORS)
+        subjects = [base] if target.key == base.key else [base, target]
+        bar.update(total=points * len(subjects), progress=0)
+        generation = self.newest("tune-load") + 1
+        progress = self.from_thread("tune-load", generation, bar.update)
+        stale = self.stale("tune-load", generation)
+
+        def job() -> tuple[list[tuple[str, LoadCurve]], float]:
+            from workbench.lab import base_rate_per_s
+
+            curves = []
+            for done, item in enumerate(subjects):
+                curve = lab.load_curve(
+                    item,
+                    progress=lambda n, _, d=done: progress(progress=d * points + n),
+                    cancelled=stale,
+                )
+                curves.append(("baseline" if item is base else "working", curve))
+            return curves, base_rate_per_s(scenario_for(base))
+
+        self.compute("tune-load", job, self.show_load_curves, label="p99 vs load")
+
+    def show_load_curves(self, result: tuple[list[tuple[str, LoadCurve]], float]) -> None:
+        """Plot p99 against load."""
+        from workbench.lab_charts import load_chart
+        from workbench.widgets.charts import Chart
+
+        curves, rate = result
+        packet = self.workbench.working.packet
+        self.query_one("#load-chart", Chart).show(load_chart(curves, packet, rate))
+
+    def request_candidates(self) -> None:
+        """Runs of every candidate (and the working configuration) against the baseline."""
+        working = self.workbench.working
+        packet = working.packet
+        lab = self.lab
+        target, base = self.working_subject(working), subject(working)
+        items = [(target, ", ".join(self.changes(packet)))] if target.name == WORKING else []
+        items += [(subject(working, name=c.name), ", ".join(changed_knobs(packet, c.name)))
+                  for c in packet.candidates]  # fmt: skip
+
+        def job() -> tuple[list[tuple[LabRun, str]], LabRun]:
+            return [(lab.run(item), knobs) for item, knobs in items], lab.run(base)
+
+        self.compute("tune-candidates", job, self.show_candidates, label="candidate runs")
+
+    def show_candidates(self, result: tuple[list[tuple[LabRun, str]], LabRun]) -> None:
+        """Show the candidates table."""
+        from .tune_views import candidates_view
+
+        rows, base = result
+        self.query_one("#candidates-table", Static).update(candidates_view(rows, base))

@@ -69,7 +69,7 @@ class FieldEditor(Widget):
         self._message: Note | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(self.spec.short_label, classes="field-label")
+        yield Label(self.spec.short_label or self.spec.label, classes="field-label")
         yield Input(
             format_value(self.spec, self.accepted),
             placeholder=self.placeholder(),

@@ -1,0 +1,226 @@
+"""The lab's compute layer, without a screen: runs, caching, load curves, worksheets, views."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from packets.examples import DEFAULT_EXAMPLE, example_path
+from packets.load import load_packet
+from packets.runs import run_packet
+from packets.scenario import build_scenario, fusion_spec, tile_spec
+from workbench import lab_charts, lab_views
+from workbench.facts import shape_mapping
+from workbench.lab import (
+    LATENCY_PERCENTILES,
+    LOAD_FACTORS,
+    Cancelled,
+    Lab,
+    compute_load_curve,
+    subject,
+)
+from workbench.session import WorkingPacket, apply_edit, open_working
+
+
+def working_of(name: str = DEFAULT_EXAMPLE, requests: int | None = 4000) -> WorkingPacket:
+    """An example as a working packet (fewer requests: the same model, a quicker test)."""
+    path = Path(example_path(name))
+    working = open_working(load_packet(path), path)
+    if requests is not None:
+        edited = apply_edit(working, ("inputs", "workload", "requests"), requests)
+        assert isinstance(edited, WorkingPacket)
+        working = edited
+    return working
+
+
+@pytest.fixture(scope="module")
+def working() -> WorkingPacket:
+    return working_of()
+
+
+@pytest.fixture(scope="module")
+def lab() -> Lab:
+    return Lab()
+
+
+def test_subject_keys_change_with_every_input_a_run_depends_on(working: WorkingPacket) -> None:
+    base = subject(working)
+    assert subject(working).key == base.key
+    edited = apply_edit(working, ("inputs", "workload", "arrivals", "rate_per_s"), 380.0)
+    assert isinstance(edited, WorkingPacket)
+    assert subject(edited).key != base.key
+    reseeded = apply_edit(working, ("seed",), 7)
+    assert isinstance(reseeded, WorkingPacket)
+    assert subject(reseeded).key != base.key
+    candidate = subject(working, name="standard-fusion")
+    assert candidate.config.fusion == "standard" and candidate.dtype_from == "standard-fusion"
+    assert candidate.key != base.key
+    assert subject(working, candidate.config, name="working").key != candidate.key
+
+
+def test_a_run_is_the_run_command_and_is_cached(working: WorkingPacket, lab: Lab) -> None:
+    first = lab.run(subject(working))
+    before = lab.model_runs
+    again = lab.run(subject(working))
+    assert again is first and lab.model_runs == before  # served from the cache
+    loaded = load_packet(example_path(DEFAULT_EXAMPLE))
+    expected = run_packet(loaded, requests=4000).summary
+    shown = {k: v for k, v in first.summary.items() if k != "classification"}
+    assert json.dumps(shown, sort_keys=True) == json.dumps(
+        {k: v for k, v in expected.items() if k != "classification"}, sort_keys=True
+    )
+    assert (
+        first.summary["classification"]["scores_p99_tail"]
+        == (expected["classification"]["scores_p99_tail"])
+    )
+    # The latency curve is read at the same percentiles the summary reports.
+    at = {p: i for i, p in enumerate(LATENCY_PERCENTILES)}
+    assert first.latency_ms[at[99.0]] == pytest.approx(first.summary["latency_ms"]["p99"])
+    assert first.latency_ms[at[95.0]] == pytest.approx(first.summary["latency_ms"]["p95"])
+    assert np.all(np.diff(first.latency_ms) >= 0)
+
+
+def test_concurrent_requests_for_one_subject_run_the_model_once(working: WorkingPacket) -> None:
+    lab = Lab()
+    wanted = subject(working, name="aggressive-fusion")
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(lab.run(wanted))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert lab.model_runs == 1 and len({id(r) for r in results}) == 1
+    assert lab.has_baseline(working) is False
+
+
+def test_buckets_come_from_the_models_service_table() -> None:
+    working = working_of("mapping-dynamic-shapes")
+    run = Lab().run(subject(working))
+    assert run.buckets is not None
+    mix = working.packet.inputs.workload.shapes.seq_len
+    rule = shape_mapping(mix.values, mix.weights, working.packet.baseline.compiled_shapes.seq_len)
+    assert run.buckets.shapes.tolist() == sorted(mix.values)
+    assert run.buckets.fallback.tolist() == rule.fallback.tolist()  # 3072 and 4096 fall back
+    assert run.buckets.compiled_shape.tolist() == rule.compiled_shape.tolist()
+    assert run.buckets.fallback_share == pytest.approx(0.10)
+
+
+def test_load_curve_runs_each_factor_with_progress_and_can_be_cancelled(
+    working: WorkingPacket, lab: Lab
+) -> None:
+    seen: list[tuple[int, int]] = []
+    curve = lab.load_curve(subject(working), progress=lambda d, n: seen.append((d, n)))
+    assert curve.factors.tolist() == list(LOAD_FACTORS)
+    rate = working.packet.inputs.workload.arrivals.rate_per_s
+    assert curve.rate_per_s.tolist() == pytest.approx([rate * f for f in LOAD_FACTORS])
+    assert seen[-1] == (len(LOAD_FACTORS), len(LOAD_FACTORS))
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    at_packet_load = list(LOAD_FACTORS).index(1.0)
+    run = lab.run(subject(working))  # the same seed and requests: the same p99 at load 1.0
+    assert curve.p99_ms[at_packet_load] == pytest.approx(run.summary["latency_ms"]["p99"])
+    assert curve.throughput_per_s[0] < curve.throughput_per_s[-1]
+    with pytest.raises(Cancelled):
+        compute_load_curve(subject(working), cancelled=lambda: True)
+
+
+def test_worksheet_is_the_worksheet_commands(working: WorkingPacket, lab: Lab) -> None:
+    from model.compiler.worksheet import worksheet
+
+    candidate = subject(working, name="standard-fusion-wide-tiles")
+    sheet = lab.worksheet(candidate, subject(working))
+    assert lab.cached_worksheet(candidate, subject(working)) is sheet
+    loaded = load_packet(example_path(DEFAULT_EXAMPLE))
+    scenario, base = build_scenario(loaded, "standard-fusion-wide-tiles"), build_scenario(loaded)
+    expected = worksheet(
+        scenario.block,
+        scenario.hardware,
+        fusion_spec(scenario.config),
+        tile_spec(scenario.config),
+        8,
+        512,
+        baseline_fusion=fusion_spec(base.config),
+        baseline_tiles=tile_spec(base.config),
+    )
+    assert sheet == expected
+    assert sheet["totals"]["launches_per_block"] < sheet["totals"]["baseline_launches_per_block"]
+
+
+def test_views_read_the_run(working: WorkingPacket, lab: Lab) -> None:
+    from model.runtime.bottleneck import SECONDARY_SHARE
+
+    run = lab.run(subject(working))
+    s = run.summary
+    assert [label for label, _ in lab_views.tail_first(s)][:2] == ["p99", "p95"]
+    verdicts = lab_views.sla_verdicts(s, working.packet)
+    assert [v.ok for v in verdicts] == [
+        s["sla"]["p99_ok"],
+        s["sla"]["p95_ok"],
+        s["sla"]["throughput_ok"],
+    ]
+    stages = lab_views.pipeline(run, working.packet, "central-queue")
+    assert [stage.name for stage in stages] == [
+        "compile plan",
+        "runtime queue",
+        "core placement",
+        "completion",
+    ]
+    layers = working.packet.inputs.workload.block.layers
+    assert stages[0].figures[0] == f"11 kernels x {layers} layers"  # fusion none: one per op
+    assert f"{s['throughput_per_s']:,.1f}/s" in stages[3].figures
+    branches = lab_views.checklist(s, working.packet)
+    scores = s["classification"]["scores_p99_tail"]
+    assert branches[0].clear == (s["sla"]["p99_ok"] and s["sla"]["p95_ok"])
+    assert branches[1].clear == (scores["core imbalance"] < SECONDARY_SHARE)
+    memory = max(scores["memory bandwidth"], scores["SRAM spill"])
+    assert branches[2].clear == (memory < SECONDARY_SHARE)
+    bars = lab_views.driver_bars(s)
+    drops = s["tail_attribution_ms"]["counterfactual"]["p99_drop_if_off_ms"]
+    assert bars.p99_drop_ms[bars.parts.index("contention")] == drops["contention"]
+    assert bars.p99_drop_ms[bars.parts.index("queueing")] == 0.0
+    composition = s["tail_attribution_ms"]["slowest_1pct"]
+    assert bars.slowest_1pct_ms.tolist() == [composition[p] for p in bars.parts]
+
+
+def test_comparison_is_against_the_baseline(working: WorkingPacket, lab: Lab) -> None:
+    base = lab.run(subject(working))
+    fix = lab.run(subject(working, name="standard-fusion-8192-bucket"))
+    c = lab_views.compare(fix, base)
+    assert c.p99_change_ms == pytest.approx(c.p99_ms - base.summary["latency_ms"]["p99"])
+    assert c.p99_change_ms < 0  # compiling the long-context bucket cuts this packet's tail
+    assert lab_views.compare(base, base).p99_change_ms == 0.0
+
+
+def test_charts_carry_the_runs_figures(working: WorkingPacket, lab: Lab) -> None:
+    base = lab.run(subject(working))
+    wide = lab.run(subject(working, name="standard-fusion-wide-tiles"))
+    latency = lab_charts.latency_chart(wide, base, working.packet)
+    assert latency.values("working").tolist() == wide.latency_ms.tolist()
+    assert latency.values("baseline").tolist() == base.latency_ms.tolist()
+    sla = working.packet.inputs.sla
+    assert latency.hlines == (sla.p95_ms, sla.p99_ms)
+    drivers = lab_charts.driver_chart(base)
+    assert "queueing" in drivers.categories and "imbalance" not in drivers.categories
+    assert "imbalance" in drivers.title  # parts left out for being zero are named
+    cores = lab_charts.core_chart(base)
+    assert cores.values("busy %").tolist() == (base.profiles.core_utilization * 100).tolist()
+    hbm = lab_charts.hbm_chart([("baseline", base)])
+    assert hbm.series[0].peaks and hbm.hlines == (1.0,)
+
+
+def test_a_pinned_service_distribution_runs_and_says_so(working: WorkingPacket) -> None:
+    pinned = apply_edit(
+        working,
+        ("baseline", "service"),
+        {"source": "distribution", "dist": "exponential", "mean_ms": 15.0},
+    )
+    assert isinstance(pinned, WorkingPacket)
+    run = Lab().run(subject(pinned))
+    assert run.buckets is None and run.summary["launches_per_request"] is None
+    stages = lab_views.pipeline(run, pinned.packet, "central-queue")
+    assert stages[0].figures[0] == "service times pinned"
+    assert stages[3].figures[2] == "HBM n/a (pinned)"
+    assert lab_charts.driver_chart(run).categories  # the tail still has parts to show

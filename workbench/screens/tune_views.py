@@ -1,0 +1,100 @@
+"""Rich renderings for the Tune step: the status lines, the worksheet and the candidates table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from workbench.lab import LabRun
+from workbench.lab_views import compare, headline_line
+
+
+def status_text(
+    working: LabRun | None,
+    baseline: LabRun | None,
+    start: str,
+    name: str,
+    changes: list[str],
+    *,
+    updating: bool = False,
+) -> Text:
+    """Three lines, always (so the views below never jump): what the working configuration is,
+    its headline against the baseline, and the bottleneck shift. With `updating`, the runs
+    shown are the last ones and a newer run is on its way (they are dimmed)."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append("Working: ", style="bold")
+    text.append(f"{name} (from {start}) · changed: {', '.join(changes) or 'nothing'}\n")
+    if working is None or baseline is None:
+        text.append("running the model…\n", style="italic")
+        return text
+    dim = "dim" if updating else ""
+    comparison = compare(working, baseline)
+    mark, colour = ("✓ SLA", "green") if comparison.meets_sla else ("✗ SLA", "red")
+    text.append(f"{mark} ", style=f"bold {colour} {dim}".strip())
+    text.append(headline_line(comparison) + "\n", style=dim)
+    text.append("Bottleneck: ", style=f"bold {dim}".strip())
+    before = baseline.summary["classification"]["primary"]["class"]
+    text.append(f"{before} (baseline) -> {comparison.primary}", style=dim)
+    return text
+
+
+def worksheet_view(sheet: dict, *, compact: bool) -> Group:
+    """Totals, then one row per kernel: ops, tiles, time, bound and the bottleneck shift (at
+    large sizes also HBM bytes, reuse and SRAM against capacity)."""
+    point, totals = sheet["point"], sheet["totals"]
+    head = Text(
+        f"batch {point['batch']}, seq_len {point['seq_len']} · launches/block "
+        f"{totals['launches_per_block']} (baseline {totals['baseline_launches_per_block']}) · "
+        f"launch overhead saved {totals['launch_overhead_saved_us']:,.1f} us · HBM "
+        f"{totals['hbm_bytes'] / 1e6:,.1f} MB (saved {totals['hbm_bytes_saved'] / 1e6:,.1f}, "
+        f"spill {totals['spill_bytes'] / 1e6:,.1f}) · block {totals['block_time_us']:,.1f} us "
+        f"(baseline {totals['baseline_block_time_us']:,.1f})"
+    )
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
+    table.add_column("kernel", overflow="fold")
+    table.add_column("tiles", overflow="fold")
+    table.add_column("us", justify="right", no_wrap=True)
+    if not compact:
+        table.add_column("HBM MB", justify="right", no_wrap=True)
+        table.add_column("reuse", justify="right", no_wrap=True)
+        table.add_column("SRAM KiB", justify="right", no_wrap=True)
+    table.add_column("bound", no_wrap=True)
+    table.add_column("shift", overflow="fold")
+    for kernel in sheet["kernels"]:
+        tiles = ", ".join(kernel["tiles"].values()) or "-"
+        cells = ["+".join(kernel["ops"]), tiles, f"{kernel['time_us']:,.1f}"]
+        if not compact:
+            over = kernel["sram_kib"] > kernel["sram_capacity_kib"]
+            sram = f"{kernel['sram_kib']:,.0f}/{kernel['sram_capacity_kib']:,.0f}"
+            cells += [
+                f"{kernel['hbm_bytes'] / 1e6:,.2f}",
+                f"{kernel['reuse_ratio']:,.1f}",
+                Text(sram, style="bold red" if over else ""),
+            ]
+        cells += [kernel["bound"], kernel["bottleneck_shift"]]
+        table.add_row(*cells)
+    return Group(head, table)
+
+
+def candidates_view(runs: Sequence[tuple[LabRun, str]], baseline: LabRun) -> Group:
+    """Per configuration: p99, p95 and throughput with the change against the baseline and the
+    SLA verdict, then (dim) its bottleneck and the knobs it changes."""
+    lines = [Text("Against the baseline: p99, p95 (ms), throughput (/s); changes in brackets")]
+    for run, knobs in runs:
+        c = compare(run, baseline)
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(
+            "✓ " if c.meets_sla else "✗ ", style="bold green" if c.meets_sla else "bold red"
+        )
+        line.append(c.name, style="bold")
+        line.append(
+            f"  p99 {c.p99_ms:,.1f} ({c.p99_change_ms:+,.1f})  p95 {c.p95_ms:,.1f} "
+            f"({c.p95_change_ms:+,.1f})  {c.throughput_per_s:,.1f}/s "
+            f"({c.throughput_change_per_s:+,.1f})"
+        )
+        lines.append(line)
+        lines.append(Text(f"    {c.primary} · {knobs or 'no knob changed'}", style="dim"))
+    return Group(*lines)
