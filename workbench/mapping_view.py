@@ -9,15 +9,13 @@ batch padded to its largest member's shape, so it may run in a larger bucket tha
 on the fallback path because of a batchmate, and its batch's service time includes HBM
 contention and compile stalls. Both are averaged over the measured (post-warm-up) requests.
 
-A closed-loop report (telemetry against these predictions, ranked retuning actions) comes from
-`packets.mapping_report` when that module is installed; see `closed_loop_report`.
+The closed-loop report (telemetry against these predictions, ranked retuning actions) is
+`packets.mapping_report`; `with_candidate` adds one of its actions to the packet.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from types import ModuleType
 
 import numpy as np
 import polars as pl
@@ -208,15 +206,6 @@ def bucket_view(
         declared_share=np.array([declared[own == b].sum() for b in buckets]),
         runtime_share=np.array([np.mean(ran == b) for b in buckets]),
     )
-
-
-def closed_loop_report() -> ModuleType | None:
-    """`packets.mapping_report` (report(...) and action_to_candidate(...)) when this build has
-    it, else None: the Mapping step then shows the per-bucket view only."""
-    try:
-        return importlib.import_module("packets.mapping_report")
-    except ModuleNotFoundError:
-        return None
 
 
 def with_candidate(working: WorkingPacket, overrides: dict) -> WorkingPacket | Problem:

@@ -244,3 +244,52 @@ def bucket_view_table(view: BucketView) -> Table:
         name = "fallback" if bucket == FALLBACK else str(bucket)
         table.add_row(name, ", ".join(map(str, shapes)) or "-", _share(declared), _share(ran))
     return table
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def mapping_report_view(report: dict, *, compact: bool = False) -> Group:
+    """The closed-loop mapping report (`handoff-mapping-report/1`): accuracy, calibration,
+    observed against simulated, the adaptation gain against its cost, and the ranked actions."""
+    text = Text()
+    accuracy, calibration, observed = report["accuracy"], report["calibration"], report["observed"]
+    if accuracy is None:
+        text.append("accuracy: no kernel telemetry\n", style="dim")
+    else:
+        worst = (accuracy.get("mispredicts_most") or {}).get("bucket") or {}
+        text.append("compile-time accuracy: ", style="bold")
+        text.append(f"MdAPE {_pct(accuracy['mdape'])}, bias {accuracy['bias']:+.1%} over "
+                    f"{accuracy['rows']:,} kernels")  # fmt: skip
+        text.append(f"; worst bucket {worst['label']}\n" if worst.get("label") else "\n")
+    if calibration is not None:
+        text.append("calibration: ", style="bold")
+        text.append(f"held-out MdAPE {_pct(calibration['heldout_mdape'])} (preset "
+                    f"{_pct(calibration['original_heldout_mdape'])})\n")  # fmt: skip
+    if observed is not None:
+        p99 = observed["p99"]
+        text.append("observed p99: ", style="bold")
+        text.append(f"{p99['observed_ms']:,.1f} ms, simulated {p99['simulated_ms']:,.1f} ms "
+                    f"(x{p99['ratio']:.2f})\n")  # fmt: skip
+    adaptation = report["adaptation"]
+    before, after = adaptation["compile_only"], adaptation["runtime_adaptation"]
+    cost = adaptation["cost"]
+    text.append("runtime adaptation: ", style="bold")
+    text.append(f"p99 {before['latency_ms']['p99']:,.1f} -> {after['latency_ms']['p99']:,.1f} ms, "
+                f"fallback {before['fallback_rate']:.1%} -> {after['fallback_rate']:.1%}, for "
+                f"{cost['compile_ms'] / 1000:,.1f} s of compile and "
+                f"{cost['memory_bytes'] / 2**20:,.0f} MiB")  # fmt: skip
+    for note in report["notes"]:
+        text.append(f"\nnote: {note}", style="dim")
+    columns = ["#", "action", "p99 gain ms", "compile s"]
+    columns += [] if compact else ["ms per s", "applies as"]
+    table = _table(*columns, "", right=("#", "p99 gain ms", "compile s", "ms per s"))
+    for action in report["actions"]:
+        row = [str(action["rank"]), action["id"], f"{action['gain']['p99_ms']:,.1f}",
+               f"{action['cost']['compile_ms'] / 1000:,.1f}"]  # fmt: skip
+        if not compact:
+            per = action["gain_per_cost"]
+            row += ["-" if per is None else f"{per:,.1f}", action["applies_as"].replace("_", " ")]
+        table.add_row(*row, "recommended" if action["recommended"] else "")
+    return Group(text, table)

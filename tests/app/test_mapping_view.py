@@ -18,7 +18,6 @@ from packets.scenario import build_scenario
 from workbench.mapping_view import (
     FALLBACK,
     bucket_view,
-    closed_loop_report,
     shape_view,
     with_candidate,
 )
@@ -113,8 +112,3 @@ def test_a_candidate_from_an_action_is_added_like_any_edit() -> None:
     assert [c.name for c in added.packet.candidates][-1] == "buckets-3072"
     refused = with_candidate(working, {**action, "name": "add-4096-bucket"})  # a taken name
     assert not isinstance(refused, WorkingPacket) and "duplicate candidate name" in refused.message
-
-
-def test_the_closed_loop_report_hook_finds_the_module_only_when_it_exists() -> None:
-    module = closed_loop_report()
-    assert module is None or (hasattr(module, "report") and hasattr(module, "action_to_candidate"))

@@ -376,6 +376,41 @@ async def mapping_burst(pilot, app: WorkbenchApp, monkeypatch: pytest.MonkeyPatc
     assert "fallback" in text_of(app, "#mapping-buckets")
 
 
+async def mapping_report(pilot, app: WorkbenchApp, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    """Mapping step: the closed-loop report on telemetry files, an action applied as a new
+    candidate, and an action that is not a candidate refused in one line."""
+    from packets.synthetic_telemetry import write_synthetic_telemetry
+
+    (folder / "telemetry").mkdir()
+    files = write_synthetic_telemetry(load_packet(app.working.source), folder / "telemetry")
+    files["requests.csv"].rename("r.csv")  # short names to type, in the current folder
+    files["kernels.csv"].rename("k.csv")
+    await tab_to(pilot, app, "mapping-telemetry")
+    await type_in(pilot, "r.csv,k.csv")
+    await pilot.press("ctrl+y")
+    await settle(pilot, app)
+    report = app.screen.report[1]  # type: ignore[attr-defined]
+    shown = text_of(app, "#report")
+    assert "compile-time accuracy: MdAPE" in shown and "observed p99:" in shown
+    config = field(app, "mapping-config").input.value  # the one the burst left chosen
+    assert report["command"].endswith(f"--telemetry r.csv k.csv --candidate {config}")
+    first = report["actions"][0]
+    assert first["rank"] == 1 and first["applies_as"] == "candidate" and first["id"] in shown
+    count = len(app.working.packet.candidates)
+    await pilot.press("ctrl+l")  # action 1
+    await settle(pilot, app)
+    added = app.working.packet.candidates
+    assert len(added) == count + 1 and added[-1].name == first["candidate"]["name"]
+    assert added[-1].compiled_shapes.seq_len == first["compiled_shapes"]
+    recalibrate = next(a["rank"] for a in report["actions"] if a["kind"] == "recalibrate")
+    await tab_to(pilot, app, "mapping-action")
+    await pilot.press(*["up"] * (recalibrate - 1))
+    await pilot.press("ctrl+l")
+    await pilot.pause()
+    assert "changes inputs.hardware, not a candidate" in text_of(app, "#action-problem")
+    assert len(app.working.packet.candidates) == count + 1
+
+
 @pytest.fixture
 def keys_here(ssh_keys: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Work in tmp_path with the keys copied in as k0, k1, k2 (short relative paths to type)."""
@@ -412,6 +447,7 @@ async def test_review_steps_by_keys_160x48(
         await settle(pilot, app)
         await keys_help_and_palette(pilot, app)
         await mapping_burst(pilot, app, monkeypatch)
+        await mapping_report(pilot, app, keys_here)
         await propose(pilot, app, refusal=False)
         await validate(pilot, app, cancel=False)
         await recommend(pilot, app, override=False)

@@ -4,9 +4,9 @@
 One exclusive worker per screen: it waits a short debounce (a burst of edits runs once, for the
 last value), then runs the work in a thread (`asyncio.to_thread`), so the UI keeps drawing. A
 busy line appears when work takes longer than BUSY_AFTER_S; a failure is one line on the screen,
-never a crash (`exit_on_error=False`, and exceptions are caught). Every start bumps a generation
-number, and a result whose generation is no longer the newest is dropped: a stale result never
-overwrites a newer one. Threads cannot be interrupted, so long work takes a `threading.Event` to
+never a crash (`exit_on_error=False`, and exceptions are caught). Work runs on a channel (one
+per kind of result); a newer start on a channel supersedes the older one, whose result is then
+dropped: a stale result never overwrites a newer one. Threads cannot be interrupted, so long work takes a `threading.Event` to
 stop at its next checkpoint (the validation matrix stops between chunks).
 """
 
@@ -79,8 +79,7 @@ class ComputeScreen(StepScreen):
 
     def __init__(self, step: Any) -> None:
         super().__init__(step)
-        self._generation = 0
-        self._stop = threading.Event()
+        self._stops: dict[str, threading.Event] = {}  # each channel's newest work
         self.form: dict[str, Any] = {}
         """Values of the screen's form fields, by field name (what its actions read)."""
         self._outputs_for: tuple[Any, bool, str] | None = None
@@ -122,14 +121,13 @@ class ComputeScreen(StepScreen):
         """One line saying what failed ('' clears it)."""
         self.say("error", text)
 
-    @property
-    def running(self) -> bool:
-        """True while this screen's work is in flight."""
-        return any(w.group == self._group and w.is_running for w in self.workers)
+    def running(self, channel: str = "main") -> bool:
+        """True while this screen's work on `channel` is in flight."""
+        group = self._group(channel)
+        return any(w.group == group and w.is_running for w in self.workers)
 
-    @property
-    def _group(self) -> str:
-        return f"compute-{self.step.id}"
+    def _group(self, channel: str) -> str:
+        return f"compute-{self.step.id}-{channel}"
 
     def start_compute(
         self,
@@ -139,32 +137,36 @@ class ComputeScreen(StepScreen):
         *,
         debounce: bool = False,
         failed: Callable[[BaseException], None] | None = None,
+        channel: str = "main",
     ) -> None:
         """Run `work(stop)` in a thread, then `done(result)` on the UI thread, unless a newer
-        start came first. `stop` is set when a newer start or `stop_compute` supersedes it."""
-        self._stop.set()  # the previous work (if any) stops at its next checkpoint
-        self._stop = stop = threading.Event()
-        self._generation += 1
-        generation = self._generation
+        start on the same `channel` came first (channels run side by side). `stop` is set when
+        a newer start or `stop_compute` supersedes the work."""
+        previous = self._stops.get(channel)
+        if previous is not None:
+            previous.set()  # the previous work (if any) stops at its next checkpoint
+        self._stops[channel] = stop = threading.Event()
         self.show_error("")
         self.run_worker(
-            self._compute(generation, label, work, done, failed, stop, debounce),
-            group=self._group,
+            self._compute(label, work, done, failed, stop, debounce),
+            group=self._group(channel),
             exclusive=True,
             exit_on_error=False,
         )
 
-    def stop_compute(self) -> None:
-        """Ask the running work to stop at its next checkpoint."""
-        self._stop.set()
+    def stop_compute(self, channel: str = "main") -> None:
+        """Ask the running work on `channel` to stop at its next checkpoint."""
+        stop = self._stops.get(channel)
+        if stop is not None:
+            stop.set()
 
-    def is_newest(self, generation: int) -> bool:
-        """True when `generation` is the latest start (its result may be shown)."""
-        return generation == self._generation
+    def is_newest(self, stop: threading.Event) -> bool:
+        """True when the work given `stop` is its channel's latest start (its results may be
+        shown)."""
+        return any(stop is newest for newest in self._stops.values())
 
     async def _compute(
         self,
-        generation: int,
         label: str,
         work: Callable[[threading.Event], T],
         done: Callable[[T], None],
@@ -174,26 +176,27 @@ class ComputeScreen(StepScreen):
     ) -> None:
         if debounce:
             await asyncio.sleep(DEBOUNCE_S)
-        timer = self.set_timer(self.BUSY_AFTER_S, lambda: self._busy(generation, label))
+        timer = self.set_timer(self.BUSY_AFTER_S, lambda: self._busy(stop, label))
         try:
             result = await asyncio.to_thread(work, stop)
         except Exception as exc:  # a failure is a line on screen, never a crash
-            if self.is_newest(generation):
+            if self.is_newest(stop):
                 (failed or (lambda e: self.show_error(f"{label}: {one_line(e)}")))(exc)
             return
         finally:
             timer.stop()
-            if self.is_newest(generation):
+            if self.is_newest(stop) and self.is_attached:
                 self.say("busy", "")
-        if self.is_newest(generation) and self.is_attached:
+        if self.is_newest(stop) and self.is_attached:
             done(result)
 
-    def _busy(self, generation: int, label: str) -> None:
-        if self.is_newest(generation):
+    def _busy(self, stop: threading.Event, label: str) -> None:
+        if self.is_newest(stop) and self.is_attached:
             self.say("busy", f"⟳ {label}…")
 
     def on_unmount(self) -> None:
-        self._stop.set()  # a thread still running stops at its next checkpoint
+        for stop in self._stops.values():
+            stop.set()  # a thread still running stops at its next checkpoint
 
     # --- form fields -------------------------------------------------------------------------
 

@@ -218,7 +218,7 @@ class MatrixScreen(ComputeScreen):
         )
 
     def _progress(self, stop: threading.Event, done: int, total: int) -> None:
-        if stop is self._stop and self.is_attached:  # only the newest run reports
+        if self.is_newest(stop) and self.is_attached:  # only the newest run reports
             self._show_progress(done, total)
 
     def _show_progress(self, done: int, total: int | None) -> None:
@@ -233,7 +233,7 @@ class MatrixScreen(ComputeScreen):
 
     def action_cancel_matrix(self) -> None:
         """Stop the running matrix after its current chunk; nothing is written."""
-        if not self.running:
+        if not self.running():
             self.show_error("no matrix is running")
             return
         self.stop_compute()
