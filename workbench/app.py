@@ -81,7 +81,12 @@ class WorkbenchOptions:
 class WorkbenchApp(App[int]):
     """Steps through a handoff packet; edits are checked as a packet file is, and autosaved."""
 
-    CSS_PATH = Path(__file__).parent / "app.tcss"  # absolute: subclasses may live anywhere
+    # Absolute: subclasses may live anywhere. All loaded at start: a stylesheet added when a
+    # screen first mounts restyles every widget of every screen.
+    CSS_PATH: ClassVar = [
+        Path(__file__).parent / "app.tcss",
+        Path(__file__).parent / "screens" / "review.tcss",
+    ]
     TITLE = "handoff-workbench"
     COMMANDS: ClassVar = {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-compact"), (120, "-wide")]

@@ -11,9 +11,8 @@ from textual.screen import Screen
 
 from .palette import PaletteCommand
 from .screens.base import StepScreen
-from .screens.diagnose import DiagnoseScreen
+from .screens.confirm import ConfirmScreen
 from .screens.modals import HelpScreen, KeyRow, RecoverScreen
-from .screens.tune import TuneScreen
 from .widgets.field_editor import ChoiceField, FieldEditor
 from .widgets.number_field import NumberField
 
@@ -33,15 +32,38 @@ def binding_owners(app: WorkbenchApp) -> list[tuple[str, list[Binding]]]:
         ("everywhere", app.BINDINGS),
         ("everywhere", jumps),
         ("step screens", StepScreen.BINDINGS),
-        ("Diagnose", DiagnoseScreen.BINDINGS),
-        ("Tune", TuneScreen.BINDINGS),
         ("fields", FieldEditor.BINDINGS),
         ("number fields", NumberField.BINDINGS),
         ("choice fields", ChoiceField.BINDINGS),
+        *step_screen_bindings(app),
         ("help", HelpScreen.BINDINGS),
         ("draft dialog", RecoverScreen.BINDINGS),
+        ("confirm dialog", ConfirmScreen.BINDINGS),
     ]
     return [(where, [b for b in owner if isinstance(b, Binding)]) for where, owner in owners]
+
+
+def step_screen_bindings(app: WorkbenchApp) -> list[tuple[str, Iterable[BindingType]]]:
+    """The keys each step's screen adds to StepScreen's (its class's and its bases' own
+    BINDINGS), each binding once, named for the first step that has it."""
+    seen: set[int] = set()
+    found = []
+    for step in app.steps:
+        if not isinstance(step.screen, type):
+            continue
+        classes = [
+            c for c in step.screen.__mro__ if issubclass(c, StepScreen) and c is not StepScreen
+        ]
+        bindings = [
+            b
+            for cls in classes
+            for b in vars(cls).get("BINDINGS", [])
+            if isinstance(b, Binding) and id(b) not in seen
+        ]
+        seen |= {id(b) for b in bindings}
+        if bindings:
+            found.append((f"{step.title} step", bindings))
+    return found
 
 
 def binding_ids(app: WorkbenchApp) -> list[str]:

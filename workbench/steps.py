@@ -79,10 +79,15 @@ def has_candidates(progress: Progress) -> bool:
 
 def default_steps() -> tuple[Step, ...]:
     """The workbench's steps in order."""
+    from .review_state import matrix_done, proposal_done, release_done, signed_done
     from .screens.baseline import BaselineScreen
     from .screens.diagnose import DiagnoseScreen
     from .screens.mapping import MappingScreen
+    from .screens.matrix import MatrixScreen
     from .screens.packet import PacketScreen
+    from .screens.proposal import ProposalScreen
+    from .screens.release import ReleaseScreen
+    from .screens.review import ReviewScreen
     from .screens.tune import TuneScreen
 
     return (
@@ -120,5 +125,33 @@ def default_steps() -> tuple[Step, ...]:
             "Compiled shape buckets against the runtime shape mix.",
             MappingScreen,
             left_behind("mapping"),
+        ),
+        Step(
+            "proposal",
+            "Proposal",
+            "The baseline's bottleneck class, and the candidate proposed against every alternative.",
+            ProposalScreen,
+            proposal_done,
+        ),
+        Step(
+            "validation",
+            "Validation",
+            "Loads x shape mixes x seeds for baseline and candidate; rollback triggers.",
+            MatrixScreen,
+            matrix_done,
+        ),
+        Step(
+            "release",
+            "Release",
+            "Ship, ship-guarded or hold by the documented rule; an owner may override in writing.",
+            ReleaseScreen,
+            release_done,
+        ),
+        Step(
+            "review",
+            "Review",
+            "Review guards, owners' closure artifacts and signatures; sign and export.",
+            ReviewScreen,
+            signed_done,
         ),
     )

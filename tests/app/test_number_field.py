@@ -70,3 +70,19 @@ async def test_arrows_step_within_bounds_and_typing_is_checked() -> None:
             False,
         )
         assert delay.has_class("-invalid")
+
+
+async def test_a_late_copy_of_typed_text_never_overwrites_newer_keys() -> None:
+    # The screen syncs an editor from the packet's pending text after each keystroke; a sync
+    # that arrives after further keys carries older text (seen in tmux: "1.5" became "15").
+    app = Editors()
+    async with app.run_test(size=(80, 10)) as pilot:
+        delay = app.query_one("#delay", NumberField)
+        delay.input.focus()
+        await pilot.press("end", "ctrl+u", "1", ".", "5")
+        delay.show_value(2.0, "1")  # the copy made after the first key
+        assert delay.text == "1.5"
+        delay.input.blur()
+        await pilot.pause()
+        delay.show_value(2.0, "1.75")  # not being typed in: recovered text is shown
+        assert delay.text == "1.75"

@@ -27,6 +27,7 @@ from .conftest import LARGE, LIGHT_STEPS, SMALL, settle, working_for
 
 MakeApp = Callable[..., WorkbenchApp]
 STEP_TITLES = ["1 · Packet", "2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"]
+STEP_TITLES += ["6 · Proposal", "7 · Validation", "8 · Release", "9 · Review"]
 
 
 def title(app: WorkbenchApp) -> str:
@@ -75,15 +76,16 @@ async def test_walk_every_step_by_keys(make_app: MakeApp, size: tuple[int, int])
         assert seen == STEP_TITLES
         await pilot.press("ctrl+n")  # already at the last step: stays
         await pilot.pause()
-        assert app.current_step == "mapping"
+        assert app.current_step == "review"
         await settle(app, pilot)  # Baseline and Diagnose are done once the baseline has run
         rows = app.step_rows()
-        assert [r.done for r in rows] == [True, True, True, True, False]
+        # The review steps are done only when their outputs are there and current.
+        assert [r.done for r in rows] == [True] * 5 + [False] * 4
         step_list = app.screen.query_one(StepList)
-        assert step_list.highlighted == 4
+        assert step_list.highlighted == 8
         await pilot.press("ctrl+o", "ctrl+o")
         await pilot.pause()
-        assert title(app) == "3 · Diagnose"
+        assert title(app) == "7 · Validation"
         await pilot.press("1")  # digit jumps work outside fields
         await pilot.pause()
         assert title(app) == "1 · Packet"

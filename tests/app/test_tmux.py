@@ -1,6 +1,6 @@
 """The real app in a real terminal: tmux at 80x24, keys through every step (the lab steps' charts
-drawn on screen), then a dropped session mid-edit (tmux kills the pane: SIGHUP) and a reopen
-that recovers the edit from the draft.
+drawn on screen, the review steps' forms and guards), then a dropped session mid-edit (tmux kills
+the pane: SIGHUP) and a reopen that recovers the edit from the draft.
 
 tmux is required (CI installs it); a missing tmux fails this test rather than skipping it.
 """
@@ -118,16 +118,21 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
         ("2 · Baseline", "1 compile plan"),  # the pipeline's first stage, once the model ran
         ("3 · Diagnose", "Tail drivers, ms"),  # a chart's title ...
         ("4 · Tune", "Latency by percentile"),
-        ("5 · Mapping", "Compiled buckets"),
+        ("5 · Mapping", "pad c/r"),  # the per-shape table, once the model ran
+        ("6 · Proposal", "Propose (ctrl+r)"),
+        ("7 · Validation", "Matrix (ctrl+r runs, ctrl+g cancels)"),
+        ("8 · Release", "Owner override (ctrl+y)"),
+        ("9 · Review", "guard(s) block signing and export"),  # no outputs yet: guards block
     ):
         tmux.keys("C-n")
         tmux.wait_for(title)
         screen = tmux.wait_for(shown)
         assert "› " in screen and "✓ 1 Packet" in screen
-        if title != "5 · Mapping":
+        if title in ("2 · Baseline", "3 · Diagnose", "4 · Tune"):
             assert "┤" in screen or "╭" in screen  # ... drawn: a plotext axis tick (or a box)
         if title == "4 · Tune":
             assert "└┬" in screen and "p99" in screen  # the chart's x axis and its tail ticks
+    assert "Review question" in tmux.screen()
     tmux.keys("1")
     tmux.wait_for("Workload profile")
 
@@ -138,6 +143,7 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     tmux.keys("Tab", gap=0.3)
     tmux.keys("1", ".", "5")  # arrivals.cv gets "1.5": refused for poisson, kept as typed
     tmux.wait_for("applies only to process gamma")
+    tmux.wait_for("1.5")  # every key typed has arrived before the session drops
     tmux.kill_session()  # what a dropped SSH link does: the pane's process gets SIGHUP
     wait_until(lambda: not alive(pid), "the app to exit after SIGHUP")
 

@@ -16,6 +16,7 @@ from workbench.widgets.step_list import StepList
 if TYPE_CHECKING:
     from workbench.app import WorkbenchApp
     from workbench.steps import Step
+    from workbench.widgets.field_editor import FieldEditor
 
 
 class StepScreen(Screen):
@@ -89,6 +90,17 @@ class StepScreen(Screen):
         if isinstance(event.option_list, StepList) and event.option.id:
             event.stop()
             self.workbench.goto_step(event.option.id)
+
+    def field_edited(self, path: tuple[str | int, ...], event: FieldEditor.Edited) -> None:
+        """A packet field's editor posted text: check it while typed, apply it when committed;
+        refused text stays as typed, in place and in the draft."""
+        if event.commit:
+            problem = self.workbench.edit(path, event.value, event.text)
+        else:
+            problem = self.workbench.check_edit(path, event.value)
+            typed = event.value != event.editor.accepted
+            self.workbench.keep_typed(path, event.text if typed else None)
+        event.editor.problem = problem.message if problem else ""
 
     def action_focus_steps(self) -> None:
         """Move focus to the step list (leaves any field)."""

@@ -1,17 +1,302 @@
-"""The Mapping step. Where each runtime shape runs: its compiled bucket and padding, or the fallback path."""
+"""The Mapping step (compiler-runtime topic): compile-time predictions against runtime behaviour,
+per runtime shape and per compiled bucket (`workbench.mapping_view`).
+
+The packet's own facts (buckets, padding by arithmetic) show at once; the chosen configuration
+then runs through the model off the UI thread (debounced: a burst of edits runs once) and the
+tables compare what the compiled plan predicts with what the run did: which bucket each shape
+ran in, padding waste, fallback rate and batch time by shape.
+
+ctrl+y runs the closed-loop mapping report (`packets.mapping_report.report`, what `workbench
+report` prints) on the telemetry files named in the form (kernel and request telemetry, Chrome
+traces; none: the model alone): compile-time accuracy, calibration, observed against simulated,
+the runtime adaptation gain against its cost, and the retuning actions ranked by p99 gain per
+compile second. ctrl+l applies the numbered action as a new candidate in the packet
+(`action_to_candidate`, then an edit like any other).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from packets.schema import Packet
-from workbench.facts import Fact, mapping_facts
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
 
-from .facts_screen import FactsScreen
+from workbench.facts import mapping_facts
+from workbench.review_render import bucket_view_table, mapping_report_view, shape_view_table
+from workbench.review_state import loaded_from
+from workbench.session import WorkingPacket
+from workbench.widgets.fact_table import FactTable
+from workbench.widgets.field_editor import ChoiceField, FieldEditor
+from workbench.widgets.note import Note
+
+from .compute import ComputeScreen, form_field
+
+if TYPE_CHECKING:  # mapping_view loads the model and polars: imported where used
+    from workbench.mapping_view import BucketView, ShapeView
+
+CONFIG = form_field("mapping", "configuration", "choice")
+TELEMETRY = form_field("mapping", "telemetry", "text", optional=True)
+ACTION = form_field("mapping", "action", "integer", ge=1, le=1)  # le: the report's action count
 
 
-class MappingScreen(FactsScreen):
-    """Where each runtime shape runs: its compiled bucket and padding, or the fallback path."""
+@dataclass(frozen=True)
+class MappingRun:
+    """What one run of the Mapping step shows."""
 
-    def facts(self, packet: Packet) -> Sequence[Fact]:
-        return mapping_facts(packet)
+    key: str
+    config: str
+    requests: int
+    seed: int
+    shapes: ShapeView | None  # None when service times are pinned (no compiled plan)
+    buckets: BucketView | None
+
+
+def run_mapping(working: WorkingPacket, config: str, key: str) -> MappingRun:
+    """Run `config` on the packet's workload and compare its compiled plan with the run."""
+    from packets.runs import run_scenario
+    from packets.scenario import build_scenario
+    from workbench.mapping_view import bucket_view, shape_view
+
+    loaded = loaded_from(working, b"")  # the model reads the packet, never its bytes
+    scenario = build_scenario(loaded, None if config == "baseline" else config)
+    runtime = scenario.runtime
+    table = scenario.service_table
+    if table is None:
+        return MappingRun(key, config, runtime.workload.requests, runtime.seed, None, None)
+    result = run_scenario(scenario, working.name).result
+    mix = working.packet.inputs.workload.shapes.seq_len
+    compiled = list(scenario.config.compiled_shapes.seq_len)
+    return MappingRun(
+        key,
+        config,
+        runtime.workload.requests,
+        runtime.seed,
+        shape_view(table, result, mix.values, mix.weights),
+        bucket_view(table, result, compiled, mix.values, mix.weights),
+    )
+
+
+def telemetry_paths(text: str | None) -> list[str]:
+    """Telemetry files typed in one field, separated by commas."""
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def report_key(working: WorkingPacket, config: str) -> str:
+    """What a mapping report depends on in the packet: the inputs, the seed and the resolved
+    configuration (adding a candidate, as applying an action does, leaves it current)."""
+    import hashlib
+    import json
+
+    from packets.candidates import resolve_config
+
+    packet = working.packet
+    basis = {
+        "inputs": packet.inputs.model_dump(mode="json"),
+        "seed": packet.seed,
+        "config": resolve_config(packet, config).model_dump(mode="json"),
+    }
+    text = json.dumps(basis, sort_keys=True, separators=(",", ":"))
+    return f"{hashlib.sha256(text.encode()).hexdigest()}:{config}"
+
+
+def run_report(working: WorkingPacket, config: str, paths: list[str]) -> dict:
+    """The closed-loop mapping report for `config` on the telemetry files `paths`."""
+    import shlex
+
+    from packets.mapping_report import report
+
+    command = ["workbench", "report", working.name]
+    command += ["--telemetry", *paths] if paths else []
+    command += [] if config == "baseline" else ["--candidate", config]
+    return report(
+        loaded_from(working, b""),  # the model reads the packet, never its bytes
+        paths,
+        candidate=None if config == "baseline" else config,
+        command=shlex.join(command),
+    )
+
+
+def run_key(working: WorkingPacket, config: str) -> str:
+    """What a run depends on: the inputs fingerprint and the configuration's name."""
+    from packets.review.common import inputs_sha256
+
+    return f"{inputs_sha256(working.packet)}:{config}"
+
+
+class MappingScreen(ComputeScreen):
+    """Compiled shape buckets against the runtime shape mix, predicted and as run."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "run_mapping", "Run again", id="mapping-run"),
+        Binding("ctrl+y", "mapping_report", "Mapping report", id="mapping-report"),
+        Binding("ctrl+l", "apply_action", "Apply action", id="apply-action"),
+    ]
+
+    def __init__(self, step: Any) -> None:
+        super().__init__(step)
+        self._shown_key = ""  # the run on screen (or being computed)
+        self.report: tuple[str, dict] | None = None
+        """The last mapping report and the report_key it was computed for."""
+
+    def compose_main(self) -> ComposeResult:
+        packet = self.workbench.working.packet
+        configs = ("baseline", *(c.name for c in packet.candidates))
+        with VerticalScroll(classes="review-scroll", can_focus=False):
+            yield from self.compose_status()
+            with Vertical(classes="review-form"):
+                yield self.form_editor(
+                    replace(CONFIG, choices=configs), "baseline", id="mapping-config"
+                )
+            yield FactTable(id="mapping-facts")
+            yield Static(
+                "Per runtime shape: compile time (c) against the run (r)", classes="section"
+            )
+            yield Static(id="mapping-shapes", classes="result")
+            yield Static("Per compiled bucket", classes="section")
+            yield Static(id="mapping-buckets", classes="result")
+            yield Static(
+                "Closed-loop mapping report (ctrl+y; ctrl+l applies an action)", classes="section"
+            )
+            with Vertical(classes="review-form"):
+                yield self.form_editor(TELEMETRY, None, id="mapping-telemetry")
+            yield Note(id="report-status", classes="hint")
+            yield Static(id="report", classes="result")
+            with Vertical(classes="review-form"):
+                yield self.form_editor(ACTION, 1, id="mapping-action")
+                yield Note(id="action-problem", classes="action-problem")
+
+    def show_outputs(self, working: WorkingPacket) -> None:
+        packet = working.packet
+        editor = self.query_one("#mapping-config", ChoiceField)
+        configs = ("baseline", *(c.name for c in packet.candidates))
+        if configs != editor.spec.choices:
+            self.set_choices(editor, configs, self.form.get("configuration"))
+        self.query_one("#mapping-facts", FactTable).show(mapping_facts(packet))
+        self._show_report_state()
+        self._request_run(debounce=True)
+
+    def _report_current(self) -> bool:
+        config = self.form.get("configuration") or "baseline"
+        return self.report is not None and self.report[0] == report_key(
+            self.workbench.working, config
+        )
+
+    def _show_report_state(self) -> None:
+        if self.report is None:
+            text = "No report yet: name telemetry files (comma-separated; none: the model alone)."
+        elif not self._report_current():
+            text = "Stale: computed for other inputs or another configuration (ctrl+y again)."
+        else:
+            report = self.report[1]
+            text = f"{report['candidate']}, shape mix from {report['shape_mix']['source']}: "
+            text += f"reproduce with {report['command']}"
+        self.say("report-status", text)
+
+    def form_committed(self, name: str, value: object) -> None:
+        if name == "configuration":
+            self._show_report_state()
+            self._request_run(debounce=True)
+
+    def action_mapping_report(self) -> None:
+        """Run the closed-loop mapping report on the telemetry named (off the UI thread)."""
+        working = self.workbench.working
+        config = self.form.get("configuration") or "baseline"
+        paths = telemetry_paths(self.form.get("telemetry"))
+        key = report_key(working, config)
+        self.start_compute(
+            "Mapping report: accuracy, calibration, adaptation, actions",
+            lambda stop: (key, run_report(working, config, paths)),
+            self._show_report,
+            channel="report",
+        )
+
+    def _show_report(self, result: tuple[str, dict]) -> None:
+        self.report = result
+        report = result[1]
+        compact = self.has_class("-compact")
+        self.query_one("#report", Static).update(mapping_report_view(report, compact=compact))
+        action = self.query_one("#mapping-action", FieldEditor)
+        count = max(1, len(report["actions"]))
+        action.spec = replace(action.spec, le=count)
+        if (self.form.get("action") or 1) > count:
+            self.form["action"] = 1
+            action.show_value(1)
+        self.say("action-problem", "")
+        self._show_report_state()
+
+    def action_apply_action(self) -> None:
+        """Add the numbered action of the report to the packet as a new candidate."""
+        from packets.mapping_report import action_to_candidate
+        from workbench.mapping_view import with_candidate
+
+        if self.report is None or not self._report_current():
+            self.say("action-problem", "no current report: ctrl+y runs it first")
+            return
+        rank = int(self.form.get("action") or 1)
+        action = next((a for a in self.report[1]["actions"] if a["rank"] == rank), None)
+        if action is None:
+            self.say("action-problem", f"the report has no action {rank}")
+            return
+        working = self.workbench.working
+        try:
+            overrides = action_to_candidate(working.packet, action)
+        except ValueError as exc:
+            self.say("action-problem", str(exc))
+            return
+        result = with_candidate(working, overrides)
+        if not isinstance(result, WorkingPacket):
+            self.say("action-problem", f"not added: {result.message}")
+            return
+        self.say("action-problem", "")
+        self.workbench.working = result
+        self.notify(f"Candidate {overrides['name']} added from action {action['id']}: unsaved")
+
+    def action_run_mapping(self) -> None:
+        """Run the chosen configuration again and refresh the tables."""
+        self._shown_key = ""
+        self._request_run(debounce=False)
+
+    def _request_run(self, *, debounce: bool) -> None:
+        working = self.workbench.working
+        config = self.form.get("configuration") or "baseline"
+        key = run_key(working, config)
+        if key == self._shown_key:
+            return  # already on screen, or being computed
+        if self._shown_key:
+            self.say(
+                "status",
+                f"{config}: the inputs or the configuration changed: running again",
+                "stale",
+            )
+        self._shown_key = key
+        self.start_compute(
+            f"Running {config} through the model",
+            lambda stop: run_mapping(working, config, key),
+            self._show_run,
+            debounce=debounce,
+        )
+
+    def _show_run(self, run: MappingRun) -> None:
+        compact = self.has_class("-compact")
+        if run.shapes is None or run.buckets is None:
+            self.say(
+                "status",
+                f"{run.config}: service times are pinned to a distribution: no compiled plan to "
+                "compare with",
+                "missing",
+            )
+            return
+        v = run.shapes
+        self.say(
+            "status",
+            f"{run.config}, {run.requests:,} requests, seed {run.seed}: fallback "
+            f"{v.runtime_fallback_rate:.1%} run ({v.predicted_fallback_share:.1%} predicted); "
+            f"padding {v.runtime_padding_mean:.1%} run ({v.predicted_padding_mean:.1%} predicted)",
+            "current",
+        )
+        self.query_one("#mapping-facts", FactTable).display = False
+        self.query_one("#mapping-shapes", Static).update(shape_view_table(v, compact=compact))
+        self.query_one("#mapping-buckets", Static).update(bucket_view_table(run.buckets))

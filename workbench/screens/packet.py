@@ -83,14 +83,7 @@ class PacketScreen(StepScreen):
 
     def on_field_editor_edited(self, event: FieldEditor.Edited) -> None:
         event.stop()
-        path = event.editor.spec.path
-        if event.commit:
-            problem = self.workbench.edit(path, event.value, event.text)
-        else:
-            problem = self.workbench.check_edit(path, event.value)
-            typed = event.value != event.editor.accepted
-            self.workbench.keep_typed(path, event.text if typed else None)
-        event.editor.problem = problem.message if problem else ""
+        self.field_edited(event.editor.spec.path, event)
 
     def on_field_editor_refused(self, event: FieldEditor.Refused) -> None:
         event.stop()

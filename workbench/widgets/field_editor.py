@@ -133,6 +133,10 @@ class FieldEditor(Widget):
         self.accepted = value
         if pending_text is None and not self.unapplied:
             return
+        if pending_text is not None and self.input.has_focus:
+            # Text pending for the field being typed in is a copy of an earlier keystroke's
+            # text: the Input already holds it, or newer keys (showing the copy lost them).
+            return
         self.set_text(pending_text if pending_text is not None else format_value(self.spec, value))
 
     def set_text(self, text: str) -> None:
