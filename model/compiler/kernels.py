@@ -204,14 +204,17 @@ def gemm_phase(
     feed = (cols + a_fetched * rows) * tk * k_steps * b
     compute_s = np.maximum(arithmetic_s, feed / hw.unit_feed_bps())
 
-    # Operand panels one wave touches, shared through the cache.
-    panel_rows = np.minimum(m_tiles, np.ceil(np.sqrt(active / split)))
-    panel_cols = np.minimum(n_tiles, np.ceil(active / (split * panel_rows)))
-    waves = np.ceil(tiles / hw.units_per_core)
+    # The output tiles one wave runs form a footprint of about sqrt(active) row panels x as many
+    # column panels (widened along m when n has fewer tiles), which share operands through the
+    # cache. The grid is swept footprint by footprint: A is read once per column group, B once
+    # per row group. Edge padding is zero-filled, not fetched, so each read is the operand itself.
+    per_split = active / split
+    panel_rows = np.minimum(m_tiles, np.ceil(np.sqrt(per_split)))
+    panel_cols = np.minimum(n_tiles, np.ceil(per_split / panel_rows))
+    panel_rows = np.minimum(m_tiles, np.maximum(panel_rows, np.ceil(per_split / panel_cols)))
     a_ideal, b_ideal = M * K * b, N * K * b
-    # A panel covers at most the whole operand: edge padding is zero-filled, not fetched.
-    a_read = np.maximum(waves * np.minimum(panel_rows * rows, M) * K * b, a_ideal)
-    b_read = np.maximum(waves * np.minimum(panel_cols * cols, N) * K * b, b_ideal)
+    a_read = np.ceil(n_tiles / panel_cols) * a_ideal
+    b_read = np.ceil(m_tiles / panel_rows) * b_ideal
     cached = (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
     a_read = np.where(cached, a_ideal, a_read)
     b_read = np.where(cached, b_ideal, b_read)
