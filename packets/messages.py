@@ -14,13 +14,28 @@ from .fields import TAG_PREFIX
 from .strict_yaml import LoadedYaml
 
 
-def clean_loc(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
-    """Drop pydantic's union tags and dict-key markers from an error location."""
-    return tuple(
-        part
-        for part in loc
-        if not (isinstance(part, str) and (part.startswith(TAG_PREFIX) or part == "[key]"))
-    )
+def clean_loc(loc: tuple[Any, ...], data: Any = None) -> tuple[str | int, ...]:
+    """Drop pydantic's union tags and dict-key markers from an error location.
+
+    With the validated `data`, a part that names a key or index actually present at that point
+    of the document is always kept, so a user's own key that happens to look like a tag (say
+    `~ note`) still names its place."""
+    path: list[str | int] = []
+    node, walking = data, data is not None
+    for part in loc:
+        present = walking and (
+            (isinstance(node, dict) and part in node)
+            or (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+        )
+        if present:
+            node = node[part]
+            path.append(part)
+            continue
+        if isinstance(part, str) and (part.startswith(TAG_PREFIX) or part == "[key]"):
+            continue  # a union tag or key marker: not a place in the document
+        walking = False  # beyond the document (a missing field): keep the rest as named
+        path.append(part)
+    return tuple(path)
 
 
 def _describe(value: Any) -> str:
@@ -150,7 +165,7 @@ def problems_from_validation(
     problems = []
     seen: set[tuple[tuple[str | int, ...], str]] = set()
     for error in exc.errors():
-        path = clean_loc(tuple(error["loc"]))
+        path = clean_loc(tuple(error["loc"]), loaded.data)
         message = _message(root, error, path)
         if (path, message) in seen:
             continue

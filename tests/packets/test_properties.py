@@ -163,3 +163,32 @@ def test_byte_mutations_raise_only_packet_errors(
             del lines[at % len(lines)]
             raw = bytearray(b"\n".join(lines))
     _only_packet_errors(bytes(raw))
+
+
+def test_keys_that_look_like_internal_markers_are_named_in_place(
+    default_example_bytes: bytes,
+) -> None:
+    """Union tags ('~name') and dict-key markers ('[key]') are dropped from pydantic's error
+    paths; a user's own key spelled that way must still be reported where it is (a byte flip
+    turning a '#' comment into '~ The question: ...' once crashed the error formatter)."""
+    raw = default_example_bytes.replace(b"\nseed:", b"\n~ note: x\nseed:", 1)
+    raw = raw.replace(b"      process: poisson\n", b"      process: poisson\n      '[key]': 1\n", 1)
+    try:
+        parse_packet(raw, "mutant.yaml")
+    except PacketError as exc:
+        found = {
+            (p.line, ".".join(map(str, p.path)), p.message.split(";")[0]) for p in exc.problems
+        }
+    else:
+        raise AssertionError("unknown keys were accepted")
+    lines = raw.decode().splitlines()
+    assert (
+        lines.index("~ note: x") + 1,
+        "~ note",
+        "unknown field '~ note'",
+    ) in found
+    assert (
+        lines.index("      '[key]': 1") + 1,
+        "inputs.workload.arrivals.[key]",
+        "unknown field '[key]'",
+    ) in found
