@@ -99,6 +99,8 @@ class WorkbenchApp(App[int]):
         Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True),
         Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        # Plain q quits too, but only where no text field takes the key (like `?` for help).
+        Binding("q", "quit", "Quit", id="quit-q", show=False),
     ]
 
     working: var[WorkingPacket] = var(None, always_update=False)  # type: ignore[arg-type]

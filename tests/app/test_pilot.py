@@ -469,3 +469,19 @@ async def test_quitting_before_the_form_is_complete_is_clean(make_app: MakeApp) 
     async with app.run_test(size=SMALL) as pilot:
         await pilot.press("ctrl+q")  # typed ahead: arrives while later sections are pending
     assert app.return_code == 0
+
+
+async def test_q_types_in_a_field_and_quits_elsewhere(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        field = await focus_field(app, pilot, "metadata.power_mode")
+        await pilot.press("end", "q")
+        await pilot.pause()
+        assert field.input.value == "nominalq" and app.is_running
+        app.screen.query_one(StepList).focus()
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
