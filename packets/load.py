@@ -35,6 +35,8 @@ class LoadedPacket:
 class _NoLines:
     """Stands in for the YAML line map when packet data did not come from a file."""
 
+    data = None
+
     def line_of(self, path: tuple[str | int, ...]) -> int:
         return 0
 
@@ -49,7 +51,7 @@ def check_packet_data(
     try:
         packet = Packet.model_validate(data)
     except ValidationError as exc:
-        raise PacketError(problems_from_validation(Packet, exc, where, name)) from None
+        raise PacketError(problems_from_validation(Packet, exc, where, name, data)) from None
     found = semantic_problems(packet, lines, name, base_dir)
     errors = [p for p in found if p.severity == "error"]
     if errors:

@@ -159,13 +159,18 @@ def _message(root: type[BaseModel], error: Any, path: tuple[str | int, ...]) -> 
 
 
 def problems_from_validation(
-    root: type[BaseModel], exc: ValidationError, loaded: LoadedYaml, file: str
+    root: type[BaseModel],
+    exc: ValidationError,
+    loaded: LoadedYaml,
+    file: str,
+    data: Any = None,
 ) -> list[Problem]:
-    """One Problem per pydantic error, located with the YAML line map."""
+    """One Problem per pydantic error, located with the YAML line map. `data` is what was
+    validated (default: the YAML's own data) and tells a user's keys from pydantic's markers."""
     problems = []
     seen: set[tuple[tuple[str | int, ...], str]] = set()
     for error in exc.errors():
-        path = clean_loc(tuple(error["loc"]), loaded.data)
+        path = clean_loc(tuple(error["loc"]), loaded.data if data is None else data)
         message = _message(root, error, path)
         if (path, message) in seen:
             continue
