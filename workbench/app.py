@@ -28,6 +28,7 @@ from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
 
 from . import drafts, keys
+from .hangup import HANGUP_POLL_S, terminal_hung_up
 from .keymap import keymap_path, load_keymap
 from .lab import Lab, subject
 from .palette import PaletteCommand, WorkbenchCommands
@@ -153,6 +154,8 @@ class WorkbenchApp(App[int]):
         if loaded.warning:
             self._startup_warnings.append(loaded.warning)
         self._install_signal_handlers()
+        if not self.is_headless:
+            self.set_interval(HANGUP_POLL_S, self._check_hangup, name="hangup-poll")
         if self._stall_monitor is not None:
             self.run_worker(self._stall_monitor.run(), name="stall-monitor", exit_on_error=False)
         self.goto_step(self.steps[0].id)
@@ -210,6 +213,12 @@ class WorkbenchApp(App[int]):
             for signum in (signal.SIGHUP, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(signum)
+
+    def _check_hangup(self) -> None:
+        """Treat a hung-up terminal as SIGHUP (see `workbench.hangup`: no signal may come)."""
+        fd = getattr(self._driver, "fileno", None)
+        if isinstance(fd, int) and self._exit_deadline is None and terminal_hung_up(fd):
+            self._on_terminate(signal.SIGHUP)
 
     def _on_terminate(self, signum: int) -> None:
         """SIGHUP (the terminal or SSH link is gone) or SIGTERM: save the draft, then exit."""

@@ -1,6 +1,7 @@
 """The real app in a real terminal: tmux at 80x24, keys through every step (the lab steps' charts
 drawn on screen, the review steps' forms and guards), then a dropped session mid-edit (tmux kills
-the pane: SIGHUP) and a reopen that recovers the edit from the draft.
+the pane: SIGHUP) and a reopen that recovers the edit from the draft; and a hang-up that only
+the app's parent is signalled about.
 
 tmux is required (CI installs it); a missing tmux fails this test rather than skipping it.
 """
@@ -162,3 +163,39 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     wait_until(lambda: b"rate_per_s: 260.0" in packet.read_bytes(), "the recovered edit saved")
     tmux.keys("C-q")
     tmux.wait_for("unsaved edits kept in the draft")  # arrivals.cv's refused text is still kept
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of `pid`'s child processes (Linux /proc)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def test_a_hangup_no_signal_reports_still_saves_the_draft_and_exits(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Under `make run` (or any parent that outlives the app) a dropped link signals only the
+    parent, the session leader: the app sees its terminal hang up and nothing else. It must
+    still save its draft and exit, not spin on the dead terminal."""
+    packet = tmp_path / "packet.yaml"
+    packet.write_bytes(example_bytes(DEFAULT_EXAMPLE))
+    app = f"{sys.executable} -m workbench.cli open {packet}"
+    parent = tmux.start(["sh", "-c", f"trap '' HUP; {app}; sleep 60"])  # like make: stays
+    pids = [parent]
+    try:
+        tmux.wait_for("1 · Packet")
+        (pid,) = _children(parent)
+        pids.append(pid)
+        tmux.keys(*["Tab"] * 11, "Up", gap=0.1)  # arrivals.rate_per_s 250 -> 260
+        tmux.wait_for("260.0")
+        tmux.kill_session()
+        wait_until(lambda: not alive(pid), "the app to exit once its terminal hung up")
+        assert alive(parent)  # nobody signalled the parent's children: the app left by itself
+        drafts = list((tmp_path / "home" / "state" / "handoff-workbench" / "drafts").glob("*"))
+        assert (
+            len(drafts) == 1 and "rate_per_s: 260.0" in json.loads(drafts[0].read_text())["packet"]
+        )
+    finally:
+        for left in pids:  # a failed run must not leave the app spinning
+            if alive(left):
+                os.kill(left, 9)
