@@ -16,6 +16,7 @@ from packets.errors import UsageError
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from workbench.cli import build_parser, main
 from workbench.commands.serve import app_command, require_loopback
+from workbench.hangup import HANGUP_POLL_S
 
 REPO = Path(__file__).resolve().parents[2]
 BAD = REPO / "tests" / "packets" / "bad" / "p99-below-p95.yaml"
@@ -114,22 +115,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def first_screen_bytes(port: int) -> bytes:
-    """What a browser tab receives from the served app until the Packet step is drawn."""
+async def served_screens(port: int) -> tuple[bytes, bytes]:
+    """What a browser tab receives from the served app until the Packet step is drawn, and,
+    after a few hang-up polls (a served app's output is a pipe, not a terminal), what it
+    receives after ctrl+n until the Baseline step is drawn."""
     import aiohttp  # textual-serve's own HTTP library
 
-    received = b""
+    async def receive_until(ws, text: str) -> bytes:  # type: ignore[no-untyped-def]
+        received = b""
+        deadline = time.monotonic() + 20
+        while text.encode() not in received and time.monotonic() < deadline:
+            message = await ws.receive(timeout=20)
+            if isinstance(message.data, bytes):
+                received += message.data
+        return received
+
     async with (
         aiohttp.ClientSession() as session,
         session.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24") as ws,
     ):
         await ws.send_json(["resize", {"width": 80, "height": 24}])
-        deadline = time.monotonic() + 20
-        while "1 · Packet".encode() not in received and time.monotonic() < deadline:
-            message = await ws.receive(timeout=20)
-            if isinstance(message.data, bytes):
-                received += message.data
-    return received
+        first = await receive_until(ws, "1 · Packet")
+        await asyncio.sleep(3 * HANGUP_POLL_S)
+        await ws.send_json(["stdin", "\x0e"])  # ctrl+n
+        second = await receive_until(ws, "2 · Baseline")
+    return first, second
 
 
 async def test_serve_runs_the_app_for_a_browser_on_localhost(home: Path) -> None:
@@ -153,8 +163,9 @@ async def test_serve_runs_the_app_for_a_browser_on_localhost(home: Path) -> None
                 assert time.monotonic() < deadline, "the server never answered"
                 await asyncio.sleep(0.1)
         assert "handoff-workbench" in page and f"ws://127.0.0.1:{port}/ws" in page
-        screen = await first_screen_bytes(port)
+        screen, after_polls = await served_screens(port)
         assert "1 · Packet".encode() in screen and b"handoff-workbench" in screen
+        assert "2 · Baseline".encode() in after_polls  # still running: no false hang-up
     finally:
         server.terminate()
         server.wait(timeout=10)
