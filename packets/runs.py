@@ -5,7 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from model.runtime.summary import RunReport, run_summary
+from model.runtime.simulate import RuntimeResult, simulate
+from model.runtime.summary import RunReport, summarize
 
 from .scenario import Scenario, build_scenario
 
@@ -23,16 +24,31 @@ def reproduce_command(path: str, scenario: Scenario) -> str:
     return shlex.join(parts)
 
 
-def run_scenario(scenario: Scenario, path: str) -> RunReport:
-    """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract)."""
-    report = run_summary(
-        scenario.runtime,
+def simulate_scenario(scenario: Scenario) -> RuntimeResult:
+    """Simulate a scenario (the first half of `run_scenario`: enough for latency charts)."""
+    return simulate(
+        scenario.runtime, scenario.service_table, all_compiled_table=scenario.all_compiled_table
+    )
+
+
+def summarize_scenario(scenario: Scenario, path: str, result: RuntimeResult) -> RunReport:
+    """Summarize a scenario's simulation (the second half of `run_scenario`: the tail
+    attribution's counterfactual re-runs and the classification)."""
+    summary = summarize(
+        result,
         scenario.service_table,
         all_compiled_table=scenario.all_compiled_table,
         command=reproduce_command(path, scenario),
     )
-    summary = {"packet": scenario.packet.id, "candidate": scenario.candidate, **report.summary}
-    return RunReport(summary=summary, result=report.result)
+    return RunReport(
+        summary={"packet": scenario.packet.id, "candidate": scenario.candidate, **summary},
+        result=result,
+    )
+
+
+def run_scenario(scenario: Scenario, path: str) -> RunReport:
+    """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract)."""
+    return summarize_scenario(scenario, path, simulate_scenario(scenario))
 
 
 def run_packet(

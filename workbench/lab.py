@@ -25,6 +25,7 @@ from packets.load import LoadedPacket
 from .session import WorkingPacket
 
 if TYPE_CHECKING:
+    from model.runtime.simulate import RuntimeResult
     from model.runtime.stats import RuntimeProfiles
     from packets.scenario import Scenario
     from packets.schema import Config
@@ -36,6 +37,7 @@ LOAD_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 LATENCY_PERCENTILES = np.concatenate([np.arange(50, 100), [99.5, 99.9]]).astype(np.float64)
 """Percentiles the latency curve is read at (the upper half, where tails and SLAs live)."""
 CACHE_ENTRIES = 64  # per kind of result; a run keeps ~10 KB of series, never per-request arrays
+PREVIEW_ENTRIES = 4  # previews hold a simulation's per-request arrays (~2 MB at 20,000)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,25 @@ class LabRun:
 
 
 @dataclass(frozen=True)
+class LabPreview:
+    """A run's simulation before its summary: the latency curve and chart profiles, for
+    showing an edit's effect while the tail attribution (counterfactual re-runs) and the
+    classification are still being computed. `Lab.run` completes it into a LabRun.
+
+    Attributes:
+        name, profiles, latency_ms: as in LabRun.
+        scenario: the scenario that was simulated (its service tables built).
+        result: the simulation (per-request arrays; kept only in a small cache).
+    """
+
+    name: str
+    profiles: RuntimeProfiles
+    latency_ms: np.ndarray
+    scenario: Scenario
+    result: RuntimeResult
+
+
+@dataclass(frozen=True)
 class LoadCurve:
     """Tail latency against offered load, every point with the run's seed and request count.
 
@@ -184,15 +205,35 @@ def base_rate_per_s(scenario: Scenario) -> float:
     return float((len(trace) - 1) / (trace[-1] - trace[0]) * 1e3)
 
 
-def compute_run(subject: Subject) -> LabRun:
-    """Run one subject: the run summary (with tail attribution), chart profiles, buckets."""
-    from model.compiler.fusion import fusion_groups
+def compute_preview(subject: Subject) -> LabPreview:
+    """Simulate one subject (service tables and the run itself, no summary)."""
     from model.runtime.stats import measured, runtime_profiles
-    from packets.runs import run_scenario
-    from packets.scenario import fusion_spec
+    from packets.runs import simulate_scenario
 
     scenario = scenario_for(subject)
-    report = run_scenario(scenario, subject.loaded.name)
+    result = simulate_scenario(scenario)
+    requests = result.requests
+    window = measured(result)
+    latency = requests.finish_ms[window] - requests.arrival_ms[window]
+    return LabPreview(
+        name=subject.name,
+        profiles=runtime_profiles(result),
+        latency_ms=np.percentile(latency, LATENCY_PERCENTILES),
+        scenario=scenario,
+        result=result,
+    )
+
+
+def compute_run(subject: Subject, preview: LabPreview | None = None) -> LabRun:
+    """Run one subject: the run summary (with tail attribution), chart profiles, buckets.
+    A `preview` of the same subject saves its simulation (the result is the same)."""
+    from model.compiler.fusion import fusion_groups
+    from packets.runs import summarize_scenario
+    from packets.scenario import fusion_spec
+
+    preview = preview or compute_preview(subject)
+    scenario = preview.scenario
+    report = summarize_scenario(scenario, subject.loaded.name, preview.result)
     table = scenario.service_table
     buckets = None
     if table is not None:
@@ -200,14 +241,11 @@ def compute_run(subject: Subject) -> LabRun:
         weight_of = dict(zip(mix.values, mix.weights, strict=True))
         weights = np.array([weight_of.get(int(s), 0.0) for s in table.shapes])
         buckets = ShapeBuckets(table.shapes, weights, table.compiled_shape, table.fallback)
-    requests = report.result.requests
-    window = measured(report.result)
-    latency = requests.finish_ms[window] - requests.arrival_ms[window]
     return LabRun(
         name=subject.name,
         summary=report.summary,
-        profiles=runtime_profiles(report.result),
-        latency_ms=np.percentile(latency, LATENCY_PERCENTILES),
+        profiles=preview.profiles,
+        latency_ms=preview.latency_ms,
         buckets=buckets,
         kernels_per_layer=len(fusion_groups(scenario.block, fusion_spec(scenario.config))),
         layers=scenario.block.layers,
@@ -320,6 +358,7 @@ class Lab:
 
     def __init__(self, entries: int = CACHE_ENTRIES) -> None:
         self._runs = _Cache(entries)
+        self._previews = _Cache(PREVIEW_ENTRIES)
         self._curves = _Cache(entries)
         self._sheets = _Cache(entries)
         self._lock = threading.Lock()
@@ -331,17 +370,32 @@ class Lab:
         return self._runs.get(subject.key)
 
     def run(self, subject: Subject) -> LabRun:
-        """The run of `subject`, computed on first request (blocking: call from a worker)."""
+        """The run of `subject`, computed on first request (blocking: call from a worker);
+        completes a preview of it when there is one."""
         found = self._runs.get(subject.key)
         if found is not None:
             return found
         with self._key_lock(subject.key):  # a second caller waits for the first's result
             found = self._runs.get(subject.key)
             if found is None:
-                found = compute_run(subject)
+                found = compute_run(subject, self._previews.get(subject.key))
                 with self._lock:
                     self.model_runs += 1
                 self._runs.put(subject.key, found)
+        return found
+
+    def preview(self, subject: Subject) -> LabRun | LabPreview:
+        """The run of `subject` if computed already, else its simulation alone (about half
+        the time of a run: charts can show an edit before its tail attribution is done).
+        Blocking: call from a worker, then `run` for the rest."""
+        found = self._runs.get(subject.key) or self._previews.get(subject.key)
+        if found is not None:
+            return found
+        with self._key_lock(subject.key):
+            found = self._runs.get(subject.key) or self._previews.get(subject.key)
+            if found is None:
+                found = compute_preview(subject)
+                self._previews.put(subject.key, found)
         return found
 
     def _key_lock(self, key: str) -> threading.Lock:

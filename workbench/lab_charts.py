@@ -14,7 +14,7 @@ import numpy as np
 from packets.schema import Packet
 
 from .chart_data import ChartData, Series
-from .lab import LATENCY_PERCENTILES, LabRun, LoadCurve
+from .lab import LATENCY_PERCENTILES, LabPreview, LabRun, LoadCurve
 from .lab_views import driver_bars
 
 _EMPTY = np.zeros(0)
@@ -61,7 +61,7 @@ def core_chart(run: LabRun) -> ChartData:
     )
 
 
-def hbm_chart(runs: Sequence[tuple[str, LabRun]]) -> ChartData:
+def hbm_chart(runs: Sequence[tuple[str, LabRun | LabPreview]]) -> ChartData:
     """Requested HBM demand over bandwidth against time (1.0: saturated), peaks kept; one
     series per (label, run)."""
     series = tuple(
@@ -85,7 +85,9 @@ def nines(percentile: np.ndarray | float) -> np.ndarray:
 TAIL_TICKS = ((50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99.9"))
 
 
-def latency_chart(working: LabRun, baseline: LabRun, packet: Packet) -> ChartData:
+def latency_chart(
+    working: LabRun | LabPreview, baseline: LabRun | LabPreview, packet: Packet
+) -> ChartData:
     """Latency by percentile (the upper half of the CDF, p50 to p99.9, on a nines scale so the
     tail is spread out), baseline against the working configuration, SLA targets as lines."""
     sla = packet.inputs.sla

@@ -20,6 +20,8 @@ from workbench.lab import (
     LOAD_FACTORS,
     Cancelled,
     Lab,
+    LabPreview,
+    LabRun,
     compute_load_curve,
     subject,
 )
@@ -95,6 +97,28 @@ def test_concurrent_requests_for_one_subject_run_the_model_once(working: Working
         thread.join()
     assert lab.model_runs == 1 and len({id(r) for r in results}) == 1
     assert lab.has_baseline(working) is False
+
+
+def test_a_preview_is_the_runs_simulation_and_the_run_completes_it(
+    working: WorkingPacket,
+) -> None:
+    """Tune shows a preview (the simulation alone) first, then its completed run: the run
+    must be the run computed in one go, byte for byte, with no second simulation."""
+    wanted = subject(working, name="standard-fusion-bucketed")
+    lab = Lab()
+    preview = lab.preview(wanted)
+    assert isinstance(preview, LabPreview) and lab.preview(wanted) is preview  # cached
+    assert lab.cached_run(wanted) is None and lab.model_runs == 0
+    completed = lab.run(wanted)
+    assert completed.latency_ms is preview.latency_ms  # the preview's simulation, reused
+    assert completed.profiles is preview.profiles
+    assert lab.preview(wanted) is completed  # once complete, the run itself
+    whole = Lab().run(wanted)
+    assert isinstance(whole, LabRun)
+    assert json.dumps(completed.summary, sort_keys=True) == json.dumps(
+        whole.summary, sort_keys=True
+    )
+    assert completed.latency_ms.tolist() == whole.latency_ms.tolist()
 
 
 def test_buckets_come_from_the_models_service_table() -> None:

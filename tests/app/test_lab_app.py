@@ -17,7 +17,7 @@ from packets.candidates import apply_candidate
 from packets.schema import GemmTile
 from workbench import drafts
 from workbench.app import DRAFT_DELAY_S, WorkbenchApp
-from workbench.lab import LOAD_FACTORS, Lab, LabRun, Subject, subject
+from workbench.lab import LOAD_FACTORS, Lab, LabPreview, LabRun, Subject, subject
 from workbench.lab_charts import driver_chart
 from workbench.screens.tune import TuneScreen
 from workbench.widgets.chart_deck import ChartDeck
@@ -142,36 +142,45 @@ async def test_baseline_diagnose_and_tune_by_keys(make_app: MakeApp, size: tuple
 
 
 class GatedLab(Lab):
-    """A lab whose runs of working configurations wait until the test releases them."""
+    """A lab whose runs (and previews) of working configurations wait until the test releases
+    them, or fail while `failing` is set."""
 
     def __init__(self) -> None:
         super().__init__()
         self.started: dict[int, threading.Event] = {}
         self.release: dict[int, threading.Event] = {}
+        self.finished: dict[int, threading.Event] = {}
         self.failing = False
 
     def gate(self, max_batch: int) -> None:
         self.started[max_batch] = threading.Event()
         self.release[max_batch] = threading.Event()
+        self.finished[max_batch] = threading.Event()
+
+    def _wait(self, wanted: Subject) -> int | None:
+        if wanted.name != "working":
+            return None
+        if self.failing:
+            raise ValueError("tiles.down_proj: the model broke\nsecond line never shown")
+        batch = wanted.config.batch_policy.max_batch
+        if batch in self.release:
+            self.started[batch].set()
+            assert self.release[batch].wait(30), "the test never released this run"
+        return batch
 
     def run(self, wanted: Subject) -> LabRun:
-        if wanted.name == "working":
-            if self.failing:
-                raise ValueError("tiles.down_proj: the model broke\nsecond line never shown")
-            batch = wanted.config.batch_policy.max_batch
-            if batch in self.release:
-                self.started[batch].set()
-                assert self.release[batch].wait(30), "the test never released this run"
-        return super().run(wanted)
+        batch = self._wait(wanted)
+        found = super().run(wanted)
+        if batch in self.finished:
+            self.finished[batch].set()
+        return found
 
-
-def with_max_batch(app: WorkbenchApp, max_batch: int) -> Subject:
-    """The Tune screen's working configuration with another max_batch, as a lab subject."""
-    screen = app.screen
-    assert isinstance(screen, TuneScreen)
-    policy = screen.config.batch_policy.model_copy(update={"max_batch": max_batch})
-    config = screen.config.model_copy(update={"batch_policy": policy})
-    return subject(app.working, config, name="working")
+    def preview(self, wanted: Subject) -> LabRun | LabPreview:
+        batch = self._wait(wanted)
+        found = super().preview(wanted)
+        if batch in self.finished:
+            self.finished[batch].set()
+        return found
 
 
 async def wait_for(pilot, condition: Callable[[], bool], what: str) -> None:  # type: ignore[no-untyped-def]
@@ -216,8 +225,7 @@ async def test_tuning_session_bursts_staleness_refusals_and_saving(
         lab.release[16].set()
         await wait_for(pilot, lambda: working_run(app).profiles.batch_sizes[-1] == 16, "16")
         lab.release[15].set()
-        stale = with_max_batch(app, 15)
-        await wait_for(pilot, lambda: lab.cached_run(stale) is not None, "the run for 15 to end")
+        await wait_for(pilot, lab.finished[15].is_set, "the run for 15 to end")
         await settle(app, pilot)
         assert working_run(app).profiles.batch_sizes[-1] == 16
         shown = chart(app, "tune-latency").data

@@ -21,7 +21,7 @@ from textual.widgets import ProgressBar, Static
 
 from packets.candidates import BASELINE, changed_knobs, resolve_config
 from packets.schema import Config, Packet
-from workbench.lab import WORKING, LabRun, LoadCurve, Subject, subject
+from workbench.lab import WORKING, LabPreview, LabRun, LoadCurve, Subject, subject
 from workbench.lab_config import (
     ConfigRefused,
     candidate_entry,
@@ -243,14 +243,35 @@ class TuneScreen(LabScreen):
         status = self._status(shown[0], shown[1], target, updating=True)
         self.query_one("#tune-status", Static).update(status)
         lab = self.lab
+        self.forget("tune-full")  # a full run still on its way is for an older configuration
         cached = lab.cached_run(target), lab.cached_run(base)
         if not debounce and cached[0] is not None and cached[1] is not None:
             self.forget("tune")
             self.show_runs((cached[0], cached[1]))
             return
+        # Two steps: the simulation alone updates the charts, then the tail attribution and
+        # classification complete the run for the status line.
         self.compute(
-            "tune", lambda: (lab.run(target), lab.run(base)), self.show_runs, debounce=debounce
+            "tune", lambda: (lab.preview(target), lab.run(base)), self.show_preview,
+            debounce=debounce,
+        )  # fmt: skip
+
+    def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
+        """Show the working configuration's simulation in the charts and complete its run."""
+        from workbench.lab_charts import hbm_chart, latency_chart
+        from workbench.widgets.charts import Chart
+
+        preview, base = result
+        if isinstance(preview, LabRun):
+            self.show_runs((preview, base))
+            return
+        packet = self.workbench.working.packet
+        self.query_one("#tune-latency", Chart).show(latency_chart(preview, base, packet))
+        self.query_one("#tune-hbm", Chart).show(
+            hbm_chart([("baseline", base), ("working", preview)])
         )
+        target, lab = self.working_subject(self.workbench.working), self.lab
+        self.compute("tune-full", lambda: (lab.run(target), base), self.show_runs)
 
     def _status(  # type: ignore[no-untyped-def]
         self, run: LabRun | None, base: LabRun | None, target: Subject, *, updating: bool = False
