@@ -44,6 +44,8 @@ CHART_TARGET_MS, STALL_TARGET_MS = 150.0, 50.0
 CHILD = """
 import sys
 if sys.argv[2] == "cli":
+    from workbench.entry import start_without_gc
+    start_without_gc()  # as the `workbench` console script starts (workbench.entry)
     import workbench.cli  # what `workbench open` imports before the app: every command module
 from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path
@@ -197,7 +199,7 @@ def terminal_runs(home: Path) -> tuple[list[float], list[float], dict]:
         run_home = home / f"tmux-{run}"  # each run starts clean: no draft from the last one
         run_home.mkdir()
         stall_file = run_home / "stalls.json"
-        command = [sys.executable, "-m", "workbench.cli", "open", "--stall-report", str(stall_file)]
+        command = [sys.executable, "-m", "workbench", "open", "--stall-report", str(stall_file)]
         try:
             start = tmux.start(command, env(run_home))
             firsts.append(tmux.wait_for("Workload profile") - start)
@@ -281,9 +283,10 @@ UI-loop lag while walking the steps, editing fields and tuning max_batch (last t
 p99 {stalls["p99_ms"]:.1f} ms, max {stalls["max_ms"]:.1f} ms; {stalls["stalls"]} stalls over 50 ms
 ({stalls["stalled_ms"]:.0f} ms in all).
 
-Headless starts go the way `workbench open` does: `import workbench.cli` (every command module),
-load and check the packet, build the app; the "app's own imports only" row leaves out the other
-commands' modules to show the app's share. Cold runs evict the app's own files from the page cache (posix_fadvise DONTNEED) before each
+Headless starts go the way `workbench open` does: the garbage collector off (as the console
+script starts, `workbench.entry`), `import workbench.cli` (every command module), load and check
+the packet, build the app; the "app's own imports only" row leaves out the other commands'
+modules and keeps the collector on, to show the app's share. Cold runs evict the app's own files from the page cache (posix_fadvise DONTNEED) before each
 start; shared libraries and the interpreter may still be cached. Terminal times include tmux's
 redraw and the ~2 ms polling of `capture-pane`.
 """

@@ -164,6 +164,13 @@ class WorkbenchApp(App[int]):
             self.notify(warning, severity="warning", timeout=10)
         self._offer_draft()
         self.set_timer(WARM_UP_AFTER_S, self._warm_up_lab)
+        self.call_after_refresh(self._started)
+
+    def _started(self) -> None:
+        """After the first frame: what start-up built is frozen out of garbage-collector
+        scans, and the collector (off during start-up, see `workbench.entry`) runs again."""
+        freeze_heap()
+        gc.enable()
 
     def _warm_up_lab(self) -> None:
         """After the first frame: load the model and its numba kernels and run the baseline in

@@ -9,6 +9,7 @@ WORKBENCH_DEBUG=1. Textual is imported only by the commands that open the app.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -80,6 +81,8 @@ def _with_command(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_with_command(parser, list(sys.argv[1:] if argv is None else argv)))
+    if args.command != "open":
+        gc.enable()  # off for start-up (workbench.entry); the app turns it on after its first frame
     try:
         return args.run(args)
     except PacketError as exc:

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from packets.errors import UsageError
 from packets.examples import DEFAULT_EXAMPLE, example_path
+from workbench.app import WorkbenchApp
 from workbench.cli import build_parser, main
 from workbench.commands.serve import app_command, require_loopback
+from workbench.entry import start_without_gc
 from workbench.hangup import HANGUP_POLL_S
 
 REPO = Path(__file__).resolve().parents[2]
@@ -169,3 +173,44 @@ async def test_serve_runs_the_app_for_a_browser_on_localhost(home: Path) -> None
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture
+def collector_restored():  # type: ignore[no-untyped-def]
+    """Whatever a test does to the garbage collector, it is on again afterwards."""
+    yield
+    gc.enable()
+
+
+def test_commands_turn_the_collector_back_on_after_start_up(
+    collector_restored: None, capsys: pytest.CaptureFixture
+) -> None:
+    """The console script starts with the collector off (workbench.entry); every command but
+    the app turns it on again once the command line is parsed."""
+    start_without_gc()
+    assert not gc.isenabled()
+    assert main(["check", str(example_path(DEFAULT_EXAMPLE))]) == 0
+    assert gc.isenabled()
+    capsys.readouterr()
+
+
+async def test_the_app_turns_the_collector_on_after_its_first_frame(
+    collector_restored: None, make_app: Callable[..., WorkbenchApp]
+) -> None:
+    start_without_gc()
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 0  # start-up's objects frozen out of later scans
+
+
+def test_python_dash_m_workbench_is_the_console_script() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "examples", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert done.returncode == 0 and DEFAULT_EXAMPLE in done.stdout

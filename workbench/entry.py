@@ -1,0 +1,27 @@
+"""The `workbench` console script: start-up with the garbage collector off.
+
+Start-up allocates a few hundred thousand long-lived objects (modules, the packet schema, the
+app's widgets) and next to no garbage, yet with the collector on CPython rescans them again and
+again as they pile up: about 40 ms of a 0.85 s start to the app's first frame (measured with
+benchmarks/bench_app.py). So the collector is off while the program starts; `workbench.cli`
+turns it back on as soon as the command line is parsed for every command but the app, and the
+app turns it on after its first frame, once those objects are frozen out of later scans
+(`workbench.app.freeze_heap`).
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def start_without_gc() -> None:
+    """Turn the collector off for start-up (see the module docstring)."""
+    gc.disable()
+
+
+def main() -> int:
+    """Run the command line (the console script's entry point)."""
+    start_without_gc()
+    from workbench.cli import main as cli_main
+
+    return cli_main()
