@@ -308,21 +308,7 @@ def worksheet_point(subject: Subject) -> tuple[int, int]:
 
 def compute_worksheet(subject: Subject, baseline: Subject) -> dict:
     """The fusion & tile-plan worksheet (handoff-worksheet/1) of `subject` against `baseline`."""
-    from model.compiler.worksheet import worksheet
-    from packets.scenario import fusion_spec, tile_spec
-
-    scenario, base = scenario_for(subject), scenario_for(baseline)
-    batch, seq_len = worksheet_point(subject)
-    return worksheet(
-        scenario.block,
-        scenario.hardware,
-        fusion_spec(scenario.config),
-        tile_spec(scenario.config),
-        batch,
-        seq_len,
-        baseline_fusion=fusion_spec(base.config),
-        baseline_tiles=tile_spec(base.config),
-    )
+    return scenario_for(subject).worksheet(scenario_for(baseline), *worksheet_point(subject))
 
 
 class _Cache:
@@ -339,6 +325,10 @@ class _Cache:
             if value is not None:
                 self._items.move_to_end(key)
             return value
+
+    def discard(self, key: Hashable) -> None:
+        with self._lock:
+            self._items.pop(key, None)
 
     def put(self, key: Hashable, value: Any) -> None:
         with self._lock:
@@ -382,6 +372,7 @@ class Lab:
                 with self._lock:
                     self.model_runs += 1
                 self._runs.put(subject.key, found)
+                self._previews.discard(subject.key)  # its per-request arrays are not needed
         return found
 
     def preview(self, subject: Subject) -> LabRun | LabPreview:

@@ -87,14 +87,11 @@ class BaselineScreen(LabScreen):
 
     def show_packet(self, working: WorkingPacket) -> None:
         self.query_one(FactTable).show(baseline_facts(working.packet))
-        wanted = subject(working)
-        found = self.lab.cached_run(wanted)
-        if found is not None:
-            self.forget("baseline")
-            self.show_run(found)
-            return
-        self.query_one("#baseline-run", Static).update("Running the baseline…")
-        self.compute("baseline", lambda: self.lab.run(wanted), self.show_run)
+        wanted, lab = subject(working), self.lab
+        if self.show_or_compute(
+            "baseline", lab.cached_run(wanted), lambda: lab.run(wanted), self.show_run
+        ):
+            self.query_one("#baseline-run", Static).update("Running the baseline…")
 
     def show_run(self, run: LabRun) -> None:
         """Show a baseline run."""

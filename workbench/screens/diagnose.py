@@ -88,14 +88,11 @@ class DiagnoseScreen(LabScreen):
         self.deck.step(offset)
 
     def show_packet(self, working: WorkingPacket) -> None:
-        wanted = subject(working)
-        found = self.lab.cached_run(wanted)
-        if found is not None:
-            self.forget("baseline")
-            self.show_run(found)
-            return
-        self.query_one("#diagnose-class", Static).update("Running the baseline…")
-        self.compute("baseline", lambda: self.lab.run(wanted), self.show_run)
+        wanted, lab = subject(working), self.lab
+        if self.show_or_compute(
+            "baseline", lab.cached_run(wanted), lambda: lab.run(wanted), self.show_run
+        ):
+            self.query_one("#diagnose-class", Static).update("Running the baseline…")
 
     def show_run(self, run: LabRun) -> None:
         """Show the diagnosis of a baseline run."""

@@ -97,6 +97,18 @@ class LabScreen(StepScreen):
         )
         return generation
 
+    def show_or_compute(
+        self, group: str, found: T | None, job: Callable[[], T], apply: Callable[[T], None]
+    ) -> bool:
+        """`apply(found)` at once when the lab had the result cached (dropping whatever of
+        `group` is in flight), else `compute` it. Returns True when it has to be computed."""
+        if found is not None:
+            self.forget(group)
+            apply(found)
+            return False
+        self.compute(group, job, apply)
+        return True
+
     def from_thread(self, group: str, generation: int, update: Callable[..., None]) -> Callable:
         """A callable a worker thread may call: it runs `update(*args)` on the UI thread if the
         request is still the newest (for progress). Call this on the UI thread."""

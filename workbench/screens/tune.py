@@ -312,11 +312,9 @@ class TuneScreen(LabScreen):
         target, base = self.working_subject(working), subject(working)
         lab = self.lab
         found = lab.cached_worksheet(target, base)
-        if found is not None:
-            self.forget("tune-sheet")
-            self.show_worksheet(found)
-            return
-        self.compute("tune-sheet", lambda: lab.worksheet(target, base), self.show_worksheet)
+        self.show_or_compute(
+            "tune-sheet", found, lambda: lab.worksheet(target, base), self.show_worksheet
+        )
 
     def show_worksheet(self, sheet: dict) -> None:
         """Show the worksheet table."""
