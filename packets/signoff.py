@@ -2,17 +2,34 @@
 
 `sign_packet` returns the new file bytes: the body before `signatures:` is kept byte for byte
 (comments included), and only the signatures section is rewritten, canonically.
+
+`verify_packet` reads the signature list from the bytes it hashes: the body (everything before
+`signatures:`) and the signatures section are each parsed on their own, and together they must
+be exactly the packet that was loaded. Content that only the whole-file parse sees (a section
+smuggled after the entries, say behind a CR inside a comment) fails verification.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from .dump import dump_yaml
+from .errors import PacketError
 from .load import LoadedPacket
 from .signing.allowed_signers import AllowedSigner
-from .signing.packet import VerificationReport, replace_signatures, sign_entry, verify_entries
-from .signing.sshkeys import PrivateKey, SshSigner
+from .signing.packet import (
+    VerificationReport,
+    line_count,
+    replace_signatures,
+    shared_key_roles,
+    sign_entry,
+    split_body,
+    verify_entries,
+)
+from .signing.sshkeys import PrivateKey, SshSigner, as_signer, fingerprint
+from .strict_yaml import load_yaml
 
 
 def owner_principals(loaded: LoadedPacket) -> dict[str, str]:
@@ -23,6 +40,56 @@ def owner_principals(loaded: LoadedPacket) -> dict[str, str]:
 def signature_entries(loaded: LoadedPacket) -> list[dict[str, str]]:
     """The packet's signature entries as plain mappings, in file order."""
     return [entry.model_dump() for entry in loaded.packet.signatures]
+
+
+def _parse_alone(data: bytes, name: str, first_line: int) -> tuple[Any, str]:
+    """(data, '') or (None, why): `data` parsed as YAML by itself, the reason's line numbers
+    counted from `first_line` (where the bytes start in the file)."""
+    try:
+        return load_yaml(data, name).data, ""
+    except PacketError as error:
+        problem = error.problems[0]
+        line = problem.line + first_line - 1 if problem.line else first_line
+        return None, f"line {line}: {problem.message}"
+
+
+def signature_section(loaded: LoadedPacket) -> tuple[list[Any], tuple[str, ...]]:
+    """(entries, problems): the signature list parsed from the signatures section's own bytes,
+    and why those bytes and the body are not, together, exactly the packet that was loaded.
+
+    The body is what the signatures hash; the section is what they are read from. Each is
+    parsed alone; the body must hold no `signatures` key, the section nothing but it, and
+    their union must equal the whole file's parse (re-read from `loaded.raw` when `loaded`
+    carries none). Problems are one line each and never quote the file.
+    """
+    body, tail = split_body(loaded.raw)
+    problems: list[str] = []
+    head: Any = {}
+    if body.strip():
+        head, why = _parse_alone(body, loaded.name, 1)
+        if why:
+            problems.append(f"the body before signatures: does not parse on its own: {why}")
+    if isinstance(head, dict) and "signatures" in head:
+        problems.append("the body holds a signatures key: write `signatures:` at column 0, last")
+    section: Any = {}
+    if tail:
+        section, why = _parse_alone(tail, loaded.name, line_count(body) + 1)
+        if why:
+            problems.append(f"the signatures section does not parse on its own: {why}")
+        elif not isinstance(section, dict) or set(section) != {"signatures"}:
+            problems.append("the signatures section holds more than the signatures key")
+    section = section if isinstance(section, dict) else {}
+    entries = section.get("signatures") or []
+    if not isinstance(entries, list):
+        problems.append("signatures is not a list of entries")
+        entries = []
+    whole = loaded.yaml.data if loaded.yaml is not None else _parse_alone(loaded.raw, "", 1)[0]
+    if not problems and isinstance(head, dict) and whole != {**head, **section}:
+        problems.append(
+            "the packet as loaded is not its body plus its signatures: content outside the "
+            "signed body is read as part of the packet"
+        )
+    return entries, tuple(problems)
 
 
 def sign_packet(
@@ -36,8 +103,10 @@ def sign_packet(
 ) -> bytes:
     """File bytes with `role`'s signature added (or replacing that role's earlier one).
 
-    Raises ValueError with a one-line reason when the role has no owner or the principal given
-    is not the one the owner list binds to the role.
+    Raises ValueError with a one-line reason when the role has no owner, the principal given
+    is not the one the owner list binds to the role, or the key already signs another owner's
+    role (one key, one owner: allowed only when the owner list binds both roles to the same
+    principal).
     """
     owners = owner_principals(loaded)
     if role not in owners:
@@ -47,8 +116,20 @@ def sign_packet(
             f"principal '{principal}' does not hold role '{role}': the owner list binds it to "
             f"'{owners[role]}'"
         )
-    entry = sign_entry(loaded.raw, loaded.packet.id, role, owners[role], decision, key, time=time)
-    entries = [e for e in signature_entries(loaded) if e["role"] != role] + [entry]
+    signer = as_signer(key)
+    key_fingerprint = fingerprint(signer.public_key_blob)
+    earlier = signature_entries(loaded)
+    keys = {str(e["role"]): str(e["key_fingerprint"]) for e in earlier}
+    shared = shared_key_roles(owners, keys, role, key_fingerprint)
+    if shared:
+        raise ValueError(
+            f"key {key_fingerprint} already signs role '{shared[0]}' ({owners[shared[0]]}); "
+            f"one key signs for one owner, so it cannot sign role '{role}' ({owners[role]})"
+        )
+    entry = sign_entry(
+        loaded.raw, loaded.packet.id, role, owners[role], decision, signer, time=time
+    )
+    entries = [e for e in earlier if e["role"] != role] + [entry]
     order = {owner.role: i for i, owner in enumerate(loaded.packet.owners)}
     entries.sort(key=lambda e: order.get(str(e["role"]), len(order)))
     return replace_signatures(loaded.raw, dump_yaml({"signatures": entries}))
@@ -59,12 +140,15 @@ def verify_packet(
     allowed_signers: tuple[AllowedSigner, ...] | None = None,
     now: datetime | None = None,
 ) -> VerificationReport:
-    """Every owner role's signature state over the packet's current body."""
-    return verify_entries(
+    """Every owner role's signature state over the packet's current body, the entries read
+    from the signatures section's own bytes (see `signature_section`)."""
+    entries, problems = signature_section(loaded)
+    report = verify_entries(
         loaded.raw,
         loaded.packet.id,
         owner_principals(loaded),
-        signature_entries(loaded),
+        entries,
         allowed_signers,
         now=now,
     )
+    return replace(report, problems=(*report.problems, *problems))

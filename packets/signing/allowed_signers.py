@@ -5,11 +5,15 @@ Line format (ssh-keygen(1), ALLOWED SIGNERS): `principals [options] keytype base
 comma-separated). Options: `namespaces="..."`, `valid-after="TIME"`, `valid-before="TIME"` with
 TIME `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, local time unless it ends in Z, exactly as
 ssh-keygen reads it. `cert-authority` is refused: packets are signed with plain keys.
+
+`git_allowed_signers_file` finds the file git is configured with, the fallback `workbench
+verify` uses when no `--allowed-signers` is given.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -193,3 +197,34 @@ def check_signer(
         else:
             return SignerCheck(True, f"allowed by {line.source}")
     return SignerCheck(False, "; ".join(reasons))
+
+
+GIT_SETTING = "gpg.ssh.allowedSignersFile"
+
+
+def _git(args: list[str], cwd: Path | None) -> str | None:
+    """A git command's stdout without its final newline; None when git is absent or fails."""
+    try:
+        result = subprocess.run(
+            ["git", *args], capture_output=True, text=True, cwd=cwd, check=False, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = result.stdout.removesuffix("\n")
+    return out if result.returncode == 0 and out else None
+
+
+def git_allowed_signers_file(cwd: Path | None = None) -> Path | None:
+    """The allowed_signers file git is configured with (`gpg.ssh.allowedSignersFile`, read with
+    `git config --get` in `cwd`, default the working directory, so repository, global and
+    system settings count as they do for `git verify-commit`); None when git is not installed
+    or the setting is unset. `~` is expanded; a relative path is taken from the repository's
+    top folder, where git runs ssh-keygen."""
+    value = _git(["config", "--type=path", "--get", GIT_SETTING], cwd)
+    if value is None:
+        return None
+    path = Path(value)
+    if not path.is_absolute():
+        top = _git(["rev-parse", "--show-toplevel"], cwd)
+        path = Path(top if top is not None else (cwd or Path.cwd())) / path
+    return path

@@ -37,11 +37,14 @@ __all__ = [
     "approval_statement",
     "body_sha256",
     "entry_statement",
+    "line_count",
     "replace_signatures",
+    "shared_key_roles",
     "sign_entry",
     "split_body",
     "tail_problems",
     "verify_entries",
+    "yaml_lines",
 ]
 
 NAMESPACE = "handoff-packet"
@@ -56,9 +59,22 @@ ENTRY_FIELDS = (
 )
 # Tolerated lead of a statement's time over the verifier's clock: Kerberos' default 5 minutes.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
-# `signatures:` at column 0 followed by a blank, a line end or the end of the file. Inside a
+# YAML's line breaks (YAML 1.1, which PyYAML follows; see /work/shared/NOTES.md): CRLF, CR, LF,
+# NEL (U+0085), LS (U+2028), PS (U+2029), as UTF-8 bytes. A check that splits on LF alone can be
+# walked around: a `#` comment "line" may carry whole YAML sections after a CR.
+LINE_BREAK = rb"\r\n|\r|\n|\xc2\x85|\xe2\x80\xa8|\xe2\x80\xa9"
+_LINE_BREAK = re.compile(LINE_BREAK)
+BREAK_NAMES = {
+    b"\r": "CR",
+    b"\xc2\x85": "NEL (U+0085)",
+    b"\xe2\x80\xa8": "LS (U+2028)",
+    b"\xe2\x80\xa9": "PS (U+2029)",
+}
+# The start of a YAML line: the start of the file or just after any line break.
+_LINE_START = rb"(?:\A|(?<=\n)|(?<=\r)|(?<=\xc2\x85)|(?<=\xe2\x80\xa8)|(?<=\xe2\x80\xa9))"
+# `signatures:` at column 0 followed by a blank, a line break or the end of the file. Inside a
 # block scalar or a nested mapping the key is indented, so it cannot match.
-_SIGNATURES_KEY = re.compile(rb"^signatures:(?=[ \t\r\n]|\Z)", re.MULTILINE)
+_SIGNATURES_KEY = re.compile(_LINE_START + rb"signatures:(?=[ \t]|" + LINE_BREAK + rb"|\Z)")
 
 Status = Literal["missing", "valid", "stale", "invalid", "not-allowed"]
 
@@ -66,7 +82,8 @@ Status = Literal["missing", "valid", "stale", "invalid", "not-allowed"]
 def split_body(data: bytes) -> tuple[bytes, bytes]:
     """(body, tail): the bytes before the top-level `signatures:` line, and that line onwards.
 
-    Without such a line the whole file is the body and the tail is empty.
+    A line starts after any YAML line break (`LINE_BREAK`), as a YAML parser sees it. Without
+    such a line the whole file is the body and the tail is empty.
     """
     match = _SIGNATURES_KEY.search(data)
     if match is None:
@@ -74,21 +91,48 @@ def split_body(data: bytes) -> tuple[bytes, bytes]:
     return data[: match.start()], data[match.start() :]
 
 
+def line_count(data: bytes) -> int:
+    """How many YAML line breaks `data` holds (CRLF counts once), as a YAML parser counts."""
+    return len(_LINE_BREAK.findall(data))
+
+
+def yaml_lines(data: bytes) -> list[tuple[bytes, bytes]]:
+    """(line, line break) pairs, splitting at every YAML line break; the last line's break is
+    b'' (and that line is empty when `data` ends with a break)."""
+    lines, start = [], 0
+    for match in _LINE_BREAK.finditer(data):
+        lines.append((data[start : match.start()], match.group()))
+        start = match.end()
+    lines.append((data[start:], b""))
+    return lines
+
+
+def _continues_section(line: bytes) -> bool:
+    """A line that can only belong to the signatures section: blank, indented, a comment, or a
+    list item at column 0 (the writer's indentless sequence)."""
+    return not line or line[:1] in b" \t#" or line == b"-" or line[:2] == b"- "
+
+
 def tail_problems(data: bytes) -> tuple[str, ...]:
-    """Lines after the `signatures:` key that are not part of it (another top-level key, a new
-    document): they would escape the signatures, so verification refuses the packet."""
+    """Why the bytes from the `signatures:` key on are more than the signature entries: a line
+    break other than LF or CRLF (YAML starts a new line at CR, NEL, LS and PS, so a comment could
+    carry a whole section after one), or a line at column 0 that is not a list item or comment
+    (another top-level key, a new document). Either would escape the signatures, so
+    verification refuses the packet. Never quotes the file's text."""
     body, tail = split_body(data)
-    first = body.count(b"\n") + 1  # line number of the signatures key
+    first = line_count(body) + 1  # line number of the signatures key
     problems = []
-    for offset, line in enumerate(tail.split(b"\n")[1:], start=1):
-        stripped = line.rstrip(b"\r")
-        if not stripped or stripped[:1] in b" \t#" or stripped == b"-" or stripped[:2] == b"- ":
-            continue
-        text = stripped.decode("utf-8", errors="replace")[:40]
-        problems.append(
-            f"line {first + offset}: {text!r} follows the top-level signatures key, "
-            "which must come last"
-        )
+    for number, (line, brk) in enumerate(yaml_lines(tail), start=first):
+        if brk in BREAK_NAMES:
+            problems.append(
+                f"line {number}: a {BREAK_NAMES[brk]} line break in the signatures section; "
+                "YAML starts a new line there, so only LF or CRLF may end its lines"
+            )
+        if number > first and not _continues_section(line):
+            problems.append(
+                f"line {number}: text at column 0 follows the signature entries; the top-level "
+                "signatures key must come last and hold only its entries"
+            )
     return tuple(problems)
 
 
@@ -183,14 +227,66 @@ class VerificationReport:
 
     @property
     def approved(self) -> bool:
-        """`ok`, and no owner decided `reject`."""
-        return self.ok and all(r.decision != "reject" for r in self.roles)
+        """`ok`, every key checked against allowed signers, and no owner decided `reject`."""
+        return not self.failures()
 
     @property
     def reasons(self) -> tuple[str, ...]:
         """One line per failing role (`role: status: reason`) and per packet-level problem."""
         failing = [f"{r.role}: {r.status}: {r.reason}" for r in self.roles if r.status != "valid"]
         return (*failing, *self.problems)
+
+    def failures(self, *, signatures_only: bool = False) -> tuple[str, ...]:
+        """Why the packet does not verify, one short line each (empty when it does).
+
+        In full (the default) a packet verifies when every owner role has a valid signature
+        over the current body, every key was checked against allowed signers for its principal,
+        and no owner decided `reject`. `signatures_only` drops the last two: the signatures are
+        valid, whoever's keys they are and whatever they decided.
+        """
+        found = [f"{r.role}: {r.status}" for r in self.roles if r.status != "valid"]
+        found += self.problems
+        if signatures_only:
+            return tuple(found)
+        if not self.keys_checked:
+            found.append("identity not checked: no allowed signers")
+        found += [
+            f"{r.role}: {r.principal} rejected"
+            for r in self.roles
+            if r.status == "valid" and r.decision == "reject"
+        ]
+        return tuple(found)
+
+
+def shared_key_roles(
+    owners: Mapping[str, str], keys: Mapping[str, str], role: str, key_fingerprint: str
+) -> tuple[str, ...]:
+    """Roles other than `role` signed (per `keys`, role -> key fingerprint) by `key_fingerprint`
+    although the owner list binds them to a principal other than `role`'s: one key signs for
+    one owner, so signing `role` with this key must be refused."""
+    return tuple(
+        other
+        for other, signed_with in keys.items()
+        if other != role and signed_with == key_fingerprint and owners.get(other) != owners[role]
+    )
+
+
+def _shared_key_problems(owners: Mapping[str, str], roles: Sequence[RoleStatus]) -> list[str]:
+    """One line per pair of roles of different principals signed by the same key. Only roles
+    whose signature verified count: their recorded fingerprint is the key that signed."""
+    keys = {
+        r.role: r.key_fingerprint
+        for r in roles
+        if r.status in ("valid", "stale", "not-allowed") and r.key_fingerprint
+    }
+    items, problems = list(keys.items()), []
+    for index, (role, key) in enumerate(items):
+        for other in shared_key_roles(owners, dict(items[:index]), role, key):
+            problems.append(
+                f"roles {other} and {role} are signed by the same key {key}, but the owner "
+                f"list binds them to {owners[other]} and {owners[role]}: one key, one owner"
+            )
+    return problems
 
 
 def entry_statement(entry: Mapping[str, object]) -> tuple[ApprovalStatement | None, str]:
@@ -306,6 +402,7 @@ def verify_entries(
                 time=_text_or_none(entry.get("time")),
             )
         )
+    problems += _shared_key_problems(owners, statuses)
     return VerificationReport(tuple(statuses), tuple(problems), allowed_signers is not None)
 
 

@@ -140,12 +140,11 @@ def test_artifact_edits_create_change_and_remove_an_artifact(proposed: Path) -> 
 
 
 def test_signatures_are_checked_on_the_file_bytes_until_an_edit_makes_them_stale(
-    reviewed: Path, key_files: tuple[Path, Path]
+    reviewed: Path, tmp_path: Path
 ) -> None:
     reviewed.write_bytes(b"# a comment the signature covers\n" + reviewed.read_bytes())
-    loaded = load_packet(reviewed)
-    signer = load_private_key(key_files[0])
-    for role in ROLES:
+    for index, role in enumerate(ROLES):  # one key per owner: a key signs for one owner only
+        signer = load_private_key(ssh_keygen_generate(tmp_path / f"k{index}", ["-t", "ed25519"]))
         loaded = load_packet(reviewed)
         reviewed.write_bytes(sign_packet(loaded, role, signer))
     working = working_for(reviewed)
@@ -170,6 +169,17 @@ def test_signing_saves_unsaved_edits_first_then_signs_the_saved_bytes(
     assert not after.dirty and after.packet == on_disk.packet
     assert dict(after.pending) == {"inputs.sla.p95_ms": "9O"}  # typed text is not lost
     assert signature_report(after).roles[0].status == "valid"
+
+
+def test_the_app_refuses_one_key_for_two_owners(
+    reviewed: Path, key_files: tuple[Path, Path]
+) -> None:
+    signer = load_signer(KeyChoice(key_files[0]))
+    after = sign_working(working_for(reviewed), ROLES[0], signer)
+    signed = reviewed.read_bytes()
+    with pytest.raises(UsageError, match=f"already signs role '{ROLES[0]}'.*'{ROLES[1]}'"):
+        sign_working(after, ROLES[1], signer)
+    assert reviewed.read_bytes() == signed  # nothing written
 
 
 def test_signing_is_refused_while_guards_block_or_the_file_changed(

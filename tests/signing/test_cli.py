@@ -72,9 +72,14 @@ def test_three_owners_sign_and_verify(
     body = packet.read_bytes().split(b"\nsignatures:")[0]
     assert body == example_bytes(DEFAULT_EXAMPLE).rstrip(b"\n")  # comments and bytes kept
     capsys.readouterr()
-    assert main(["verify", str(packet), "--allowed-signers", str(allowed)]) == 0
+    # Every signature is valid, but every owner rejected: the packet does not verify.
+    assert main(["verify", str(packet), "--allowed-signers", str(allowed)]) == 1
     out = capsys.readouterr().out
-    assert out.count(" valid ") == 3 and "verified" in out and "warning" not in out
+    assert out.count(" valid ") == 3 and out.count(" reject ") == 3
+    assert out.splitlines()[-1].startswith("NOT verified: ") and out.count(" rejected") == 3
+    args = ["verify", str(packet), "--allowed-signers", str(allowed), "--signatures-only"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "verified (signatures only)"
 
 
 def test_ssh_keygen_verifies_what_the_workbench_signed(
@@ -111,7 +116,8 @@ def test_a_key_not_allowed_for_the_principal_fails(
     allowed.write_text(f"{a[0]} {b[1]}\n{b[0]} {a[1]}\n{lines[2]}\n")
     capsys.readouterr()
     assert main(["verify", str(packet), "--allowed-signers", str(allowed)]) == 1
-    assert capsys.readouterr().out.count("not-allowed") == 2
+    rows = capsys.readouterr().out.splitlines()[:3]
+    assert [row.split()[1] for row in rows] == ["not-allowed", "not-allowed", "valid"]
 
 
 def test_signing_refuses_a_principal_that_does_not_hold_the_role(

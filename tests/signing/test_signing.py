@@ -79,9 +79,10 @@ def test_split_body_stops_at_the_top_level_signatures_key(data: bytes, body: byt
 def test_anything_top_level_after_signatures_is_a_problem(signed, keys) -> None:
     data, entries = signed
     assert tail_problems(data) == ()
-    for extra, where in [(b"title: changed\n", "'title: changed'"), (b"---\n", "'---'")]:
+    for extra in (b"title: changed\n", b"---\n"):
         problems = tail_problems(data + extra)
-        assert len(problems) == 1 and where in problems[0]
+        assert len(problems) == 1 and "text at column 0 follows the signature" in problems[0]
+        assert extra.strip().decode() not in problems[0]  # the file's text is never echoed
         first_extra_line = data.count(b"\n") + 1
         assert problems[0].startswith(f"line {first_extra_line}: ")
         report = verify_entries(data + extra, PACKET_ID, OWNERS, entries, now=NOW)
@@ -105,7 +106,7 @@ def test_replacing_signatures_keeps_the_body_bytes(signed, keys) -> None:
     with pytest.raises(ValueError, match="must start with 'signatures:'"):
         replace_signatures(data, b"- role: x\n")
     title_line = BODY.count(b"\n") + 2  # the body's lines, then `signatures: []`
-    with pytest.raises(ValueError, match=f"line {title_line}: 'title: x' follows"):
+    with pytest.raises(ValueError, match=f"line {title_line}: text at column 0 follows"):
         replace_signatures(data, b"signatures: []\ntitle: x\n")
     with pytest.raises(ValueError, match="must end with a newline"):
         replace_signatures(b"a: 1", b"signatures: []\n")
@@ -185,13 +186,16 @@ def test_statement_values_are_validated() -> None:
 def test_fully_signed_packet_verifies(signed, keys) -> None:
     data, entries = signed
     report = verify_entries(data, PACKET_ID, OWNERS, entries, now=NOW)
-    assert report.ok and report.approved and not report.keys_checked and report.reasons == ()
+    assert report.ok and not report.keys_checked and report.reasons == ()
+    assert not report.approved  # valid signatures, but whose keys they are is unchecked
+    assert report.failures() == ("identity not checked: no allowed signers",)
+    assert report.failures(signatures_only=True) == ()
     assert [(r.role, r.decision, r.time) for r in report.roles] == [
         (role, "approve", "2025-06-01T11:00:00Z") for role in OWNERS
     ]
     trusted = parse_allowed_signers("\n".join(allowed_line(keys, role) for role in OWNERS))
     checked = verify_entries(data, PACKET_ID, OWNERS, entries, trusted, now=NOW)
-    assert checked.ok and checked.keys_checked
+    assert checked.ok and checked.keys_checked and checked.approved and checked.failures() == ()
 
 
 def test_entry_fields_are_what_was_signed(signed, keys) -> None:
