@@ -13,11 +13,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
+
+from pydantic import ValidationError
 
 from .dump import dump_yaml
 from .errors import PacketError
 from .load import LoadedPacket
+from .schema import Packet
 from .signing.allowed_signers import AllowedSigner
 from .signing.packet import (
     VerificationReport,
@@ -42,9 +47,11 @@ def signature_entries(loaded: LoadedPacket) -> list[dict[str, str]]:
     return [entry.model_dump() for entry in loaded.packet.signatures]
 
 
+@lru_cache(maxsize=8)  # the app re-checks the same bytes at every refresh of its Review step
 def _parse_alone(data: bytes, name: str, first_line: int) -> tuple[Any, str]:
     """(data, '') or (None, why): `data` parsed as YAML by itself, the reason's line numbers
-    counted from `first_line` (where the bytes start in the file)."""
+    counted from `first_line` (where the bytes start in the file). Cached: callers must not
+    change what it returns."""
     try:
         return load_yaml(data, name).data, ""
     except PacketError as error:
@@ -53,14 +60,23 @@ def _parse_alone(data: bytes, name: str, first_line: int) -> tuple[Any, str]:
         return None, f"line {line}: {problem.message}"
 
 
-def signature_section(loaded: LoadedPacket) -> tuple[list[Any], tuple[str, ...]]:
+def _same_packet(data: Any, packet: Packet) -> bool:
+    """Whether `data` (parsed YAML) validates to exactly `packet`."""
+    try:
+        return Packet.model_validate(data) == packet
+    except ValidationError:
+        return False
+
+
+def signature_section(loaded: LoadedPacket) -> tuple[tuple[Any, ...], tuple[str, ...]]:
     """(entries, problems): the signature list parsed from the signatures section's own bytes,
     and why those bytes and the body are not, together, exactly the packet that was loaded.
 
     The body is what the signatures hash; the section is what they are read from. Each is
-    parsed alone; the body must hold no `signatures` key, the section nothing but it, and
-    their union must equal the whole file's parse (re-read from `loaded.raw` when `loaded`
-    carries none). Problems are one line each and never quote the file.
+    parsed alone; the body must hold no `signatures` key, the section nothing but it, and the
+    two together must validate to `loaded.packet`, so nothing the packet says (a release
+    recommendation, say) comes from outside the signed body. Entries are read-only mappings;
+    problems are one line each and never quote the file.
     """
     body, tail = split_body(loaded.raw)
     problems: list[str] = []
@@ -83,13 +99,13 @@ def signature_section(loaded: LoadedPacket) -> tuple[list[Any], tuple[str, ...]]
     if not isinstance(entries, list):
         problems.append("signatures is not a list of entries")
         entries = []
-    whole = loaded.yaml.data if loaded.yaml is not None else _parse_alone(loaded.raw, "", 1)[0]
-    if not problems and isinstance(head, dict) and whole != {**head, **section}:
+    if not problems and not _same_packet({**head, **section}, loaded.packet):
         problems.append(
             "the packet as loaded is not its body plus its signatures: content outside the "
             "signed body is read as part of the packet"
         )
-    return entries, tuple(problems)
+    frozen = (MappingProxyType(e) if isinstance(e, dict) else e for e in entries)
+    return tuple(frozen), tuple(problems)
 
 
 def sign_packet(

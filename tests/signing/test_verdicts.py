@@ -273,3 +273,26 @@ def test_verify_flags_one_key_signing_for_two_owners(keys) -> None:
     assert [r.status for r in report.roles] == ["valid"] * 3 and not report.ok
     assert report.problems[0].startswith("roles perf-owner and compiler are signed by the same key")
     assert len(report.problems) == 3  # every pair of the three roles
+
+
+def test_what_the_loader_read_must_be_the_signed_body(tmp_path: Path, keys, no_git_signers) -> None:
+    """The last line of defence on its own: bytes that pass every layout check, but a packet
+    (as some loader read it) that says more than they do, fails."""
+    packet, _ = signed_example(tmp_path, keys, ("approve",) * 3)
+    signed = load_packet(packet)
+    assert verify_packet(signed).problems == ()
+    raw = example_bytes(DEFAULT_EXAMPLE)
+    shipped = parse_packet(raw + release_section(raw, "ship"))
+    claimed = dataclasses.replace(signed, packet=shipped.packet.model_copy(
+        update={"signatures": signed.packet.signatures}))  # fmt: skip
+    report = verify_packet(claimed)
+    assert report.problems == (
+        "the packet as loaded is not its body plus its signatures: content outside the signed "
+        "body is read as part of the packet",
+    )
+    assert [r.status for r in report.roles] == ["valid"] * 3 and not report.ok
+
+
+def test_an_unsigned_packet_only_lacks_signatures(no_git_signers) -> None:
+    report = verify_packet(parse_packet(example_bytes(DEFAULT_EXAMPLE)))
+    assert report.problems == () and {r.status for r in report.roles} == {"missing"}
