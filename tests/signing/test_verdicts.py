@@ -14,7 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from packets.errors import PacketError
 from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.load import load_packet, parse_packet
 from packets.review.common import inputs_sha256
@@ -130,6 +133,33 @@ def test_verify_refuses_the_issues_packet(tmp_path: Path, keys, no_git_signers, 
         code, out = verify(capsys, str(packet), "--allowed-signers", str(allowed), *extra)
         assert code != 0 and "verified\n" not in out.replace("NOT verified", "")
         assert "recommendation: ship" not in out
+
+
+@pytest.fixture(scope="module")
+def rejected(tmp_path_factory: pytest.TempPathFactory, keys) -> bytes:
+    """The default example's bytes, signed `reject` by its three owners."""
+    packet, _ = signed_example(tmp_path_factory.mktemp("rejected"), keys, ("reject",) * 3)
+    return packet.read_bytes()
+
+
+_PIECES = ["\r", "\n", "\r\n", "\x85", "\u2028", "\u2029", "#", " ", "-", ": ", "title", "x"]
+_PIECES += ["outputs:", "  release:", "{", "}", "[", "]", "'", '"', "|", "---", "..."]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(extra=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=12).map("".join))
+def test_whatever_follows_the_entries_verifies_only_if_it_changes_nothing(
+    rejected: bytes, extra: str
+) -> None:
+    """Soundness: bytes appended after the signature entries either fail to load, fail
+    verification, or leave the packet exactly as signed."""
+    original = parse_packet(rejected).packet
+    try:
+        attacked = parse_packet(rejected + extra.encode())
+    except PacketError:
+        return
+    if not verify_packet(attacked).failures(signatures_only=True):
+        assert attacked.packet == original
 
 
 # --- 2. the verdict: every owner signed, validly, with an allowed key, and none rejected ----------
