@@ -3,7 +3,10 @@
 The body is every byte of the packet file before the top-level `signatures:` key (the writer
 puts that key last). Each owner signs an approval statement (`packets.signing.approval`) naming the
 packet id and the body's SHA-256 with an SSHSIG in namespace `handoff-packet`; the packet keeps
-one entry per owner under `signatures`. Works on bytes and plain values; no YAML here.
+one entry per owner under `signatures`. Lines are YAML's lines (`LINE_BREAK`: LF, CRLF, CR,
+NEL, LS, PS), so nothing can hide after the entries behind a break a LF-only reader misses
+(`tail_problems`). One key signs for one owner (`shared_key_roles`). Works on bytes and plain
+values; no YAML here.
 """
 
 from __future__ import annotations
