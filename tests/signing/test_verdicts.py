@@ -240,7 +240,9 @@ def test_git_config_names_the_allowed_signers_file(
     monkeypatch.chdir(repo / "packets")
     code, out = verify(capsys, "p.yaml")
     assert code == 0 and out.splitlines()[-1] == "verified", out
-    assert f"allowed signers: {allowed} (from git config gpg.ssh.allowedSignersFile)" in out
+    named = next(line for line in out.splitlines() if line.startswith("allowed signers: "))
+    assert named.endswith(" (from git config gpg.ssh.allowedSignersFile)")
+    assert Path(named.split(": ", 1)[1].rsplit(" (", 1)[0]).resolve() == allowed.resolve()
     # The file git names is the one used: swap two owners' keys in it and both fail.
     lines = allowed.read_text().splitlines()
     a, b = lines[0].split(" ", 1), lines[1].split(" ", 1)
@@ -326,3 +328,14 @@ def test_what_the_loader_read_must_be_the_signed_body(tmp_path: Path, keys, no_g
 def test_an_unsigned_packet_only_lacks_signatures(no_git_signers) -> None:
     report = verify_packet(parse_packet(example_bytes(DEFAULT_EXAMPLE)))
     assert report.problems == () and {r.status for r in report.roles} == {"missing"}
+
+
+def test_git_global_config_with_a_home_relative_path(
+    tmp_path: Path, keys, no_git_signers, capsys, monkeypatch
+) -> None:
+    _, allowed = signed_example(tmp_path, keys, ("approve",) * 3)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    git("config", "--global", "gpg.ssh.allowedSignersFile", "~/allowed_signers", cwd=tmp_path)
+    assert "allowedSignersFile = ~/allowed_signers" in (tmp_path / "gitconfig").read_text()
+    code, out = verify(capsys, "p.yaml")
+    assert code == 0 and out.splitlines()[-1] == "verified", out
