@@ -240,6 +240,7 @@ def test_git_config_names_the_allowed_signers_file(
     monkeypatch.chdir(repo / "packets")
     code, out = verify(capsys, "p.yaml")
     assert code == 0 and out.splitlines()[-1] == "verified", out
+    assert f"allowed signers: {allowed} (from git config" in out  # ~ expanded as git does
     named = next(line for line in out.splitlines() if line.startswith("allowed signers: "))
     assert named.endswith(" (from git config gpg.ssh.allowedSignersFile)")
     assert Path(named.split(": ", 1)[1].rsplit(" (", 1)[0]).resolve() == allowed.resolve()
@@ -339,3 +340,4 @@ def test_git_global_config_with_a_home_relative_path(
     assert "allowedSignersFile = ~/allowed_signers" in (tmp_path / "gitconfig").read_text()
     code, out = verify(capsys, "p.yaml")
     assert code == 0 and out.splitlines()[-1] == "verified", out
+    assert f"allowed signers: {allowed} (from git config" in out  # ~ expanded as git does
