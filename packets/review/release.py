@@ -33,9 +33,9 @@ RULE = (
     "hold: an evidence guard blocks, or SLA missed at <= production load on the production mix, "
     "or the primary metric is worse than baseline at production load; ship-guarded: SLA missed "
     f"only above production load or on the stress mix, improvement < {MIN_IMPROVEMENT:.0%}, or a "
-    "guard warns; ship: otherwise. A cell misses the SLA when p95 or p99 is above its target, "
-    "throughput is below the cell's offered rate less the run's sampling tolerance, or (at "
-    "production load and above) below min_throughput_per_s"
+    "guard warns; ship: otherwise. A cell misses when p95/p99 exceed the SLA, throughput falls "
+    "short of its offered rate (less sampling tolerance) or, at load >= x1, of "
+    "min_throughput_per_s"
 )
 
 
