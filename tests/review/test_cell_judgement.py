@@ -12,8 +12,11 @@ import pytest
 from packets.examples import DEFAULT_EXAMPLE
 from packets.load import load_packet
 from packets.review.cells import THROUGHPUT_Z, judge_cell, keep_up_tolerance, miss_text
+from packets.review.guards import review_guards
 from packets.review.release import missed_reasons
+from packets.review.report_md import markdown_report
 from packets.schema import CellMiss, MatrixCell, Sla
+from packets.signoff import verify_packet
 from workbench.cli import main
 
 from .conftest import prepared_copy
@@ -102,7 +105,8 @@ def flow(tmp_path: Path, loads: str) -> Path:
 
 
 def test_default_example_half_load_cells_are_judged_on_their_own_load(tmp_path: Path) -> None:
-    out = load_packet(flow(tmp_path, "0.5,1,1.25")).packet.outputs
+    loaded = load_packet(flow(tmp_path, "0.5,1,1.25"))
+    out = loaded.packet.outputs
     sla = load_packet(tmp_path / f"{DEFAULT_EXAMPLE}.yaml").packet.inputs.sla
     half = [c for c in out.validation_matrix.cells if c.load_factor == 0.5]
     assert len(half) == 4  # 2 mixes x (baseline, candidate)
@@ -128,6 +132,13 @@ def test_default_example_half_load_cells_are_judged_on_their_own_load(tmp_path: 
     if missed_core:
         assert release.computed == "hold"
         assert all(FIGURES.search(r) for r in release.reasons if " at load x" in r)
+    # The report's matrix names what each missed cell missed, with value and target.
+    report = markdown_report(loaded, review_guards(loaded.packet), verify_packet(loaded))
+    rows = [line for line in report.splitlines() if line.startswith("| x")]
+    assert len(rows) == len(out.validation_matrix.cells)
+    for row, c in zip(rows, out.validation_matrix.cells, strict=True):
+        verdict = row.rstrip(" |").rsplit("| ", 1)[1]
+        assert verdict == ("ok" if c.sla_ok else "MISSED: " + "; ".join(map(miss_text, c.missed)))
 
 
 def test_default_example_overload_misses_throughput_against_its_offer(tmp_path: Path) -> None:
