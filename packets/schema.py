@@ -442,6 +442,15 @@ class NamedShapeMix(Strict):
     weights: list[Fraction]
 
 
+class CellMiss(Strict):
+    """A target a validation cell missed: the metric, its value, and the target it needed."""
+
+    metric: choice("p95_ms", "p99_ms", "throughput_per_s")  # type: ignore[valid-type]
+    value: Float
+    target: Float
+    basis: Text = Field(description="Where the target comes from (SLA field, offered load).")
+
+
 class MatrixCell(Strict):
     """One scenario x configuration of the validation matrix."""
 
@@ -456,6 +465,9 @@ class MatrixCell(Strict):
     fallback_rate: Float
     hbm_peak_demand_ratio: Float | None = None
     sla_ok: Bool
+    missed: list[CellMiss] = Field(
+        default_factory=list, description="Each target the cell missed (empty when sla_ok)."
+    )
 
 
 class MemoryCheck(Strict):

@@ -298,7 +298,7 @@ class WorkbenchApp(App[int]):
             packet_path=str(working.source),
             draft_path=str(found.path),
             changes=tuple(changed_fields(working.packet, found.working.packet)),
-            refused_fields=tuple(found.working.pending),
+            pending=tuple(sorted(found.working.pending.items())),
             file_changed=found.file_changed_since(working.source.read_bytes()),
         )
         self.push_screen(RecoverScreen(question), partial(self._draft_decided, found))

@@ -15,9 +15,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from packets.review.cells import NAMES
 from packets.schema import (
     REVIEW_QUESTION,
     Classification,
+    MatrixCell,
     Mitigation,
     Release,
     RollbackTrigger,
@@ -114,6 +116,11 @@ def mitigation_view(m: Mitigation | None, *, compact: bool = False) -> Group | T
     return Group(head, table, notes)
 
 
+def _missed_metrics(cell: MatrixCell) -> list[str]:
+    """The metrics a cell missed, each once, in the order judged (p95, p99, throughput)."""
+    return list(dict.fromkeys(NAMES[m.metric] for m in cell.missed))
+
+
 def matrix_view(v: ValidationMatrix | None, *, compact: bool = False) -> Group | Text:
     """Every cell, baseline and candidate, tail first, with the SLA verdict; then the memory
     check's verdict."""
@@ -135,7 +142,7 @@ def matrix_view(v: ValidationMatrix | None, *, compact: bool = False) -> Group |
             peak = cell.hbm_peak_demand_ratio
             row += [f"{cell.throughput_per_s:,.0f}", f"{cell.fallback_rate:.3f}"]
             row.append("-" if peak is None else f"{peak:.2f}x")
-        row.append("ok" if cell.sla_ok else "MISSED")
+        row.append("ok" if cell.sla_ok else " ".join(["MISSED", *_missed_metrics(cell)]))
         table.add_row(*row, style=None if cell.sla_ok else "bold")
     memory = Text("memory check: ", style="bold")
     memory.append(v.memory.verdict)

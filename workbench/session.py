@@ -144,8 +144,20 @@ def changed_fields(before: Packet, after: Packet) -> list[str]:
 
 
 def _short(value: Any) -> str:
-    text = "not set" if value is None else str(value)
+    text = "not set" if value is None else _plain(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _plain(value: Any) -> str:
+    """A value as a packet file writes it (YAML flow style), not as Python's repr: lists
+    `[512, 1024]`, mappings `{bf16: 0.9991}`, booleans `true`, text unquoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_plain(v)}" for k, v in value.items()) + "}"
+    return "null" if value is None else str(value)
 
 
 def source_changed(working: WorkingPacket) -> bool:

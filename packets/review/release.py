@@ -9,6 +9,10 @@ RULE (also written into every recommendation):
                mix, improves the primary metric by less than 5% (within run-to-run noise of a
                few percent), or a guard warns;
   ship         otherwise.
+A cell misses the SLA by what its load asks (packets/review/matrix.py, `judge_cell`): p95 or
+p99 above the SLA at any load, throughput below its offered rate (less the run's sampling
+tolerance) at any load, or below `min_throughput_per_s` at production load and above. Every
+reason names the metric, its value and its target.
 An owner may override the computed decision only with a written rationale, which is recorded
 next to the computed one.
 """
@@ -18,7 +22,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from statistics import median
 
-from ..schema import Override, Packet, Release
+from ..schema import CellMiss, MatrixCell, Override, Packet, Release
+from .cells import NAMES, PRODUCTION_LOAD, miss_figures
 from .common import PRODUCTION, inputs_sha256, lower_is_better, metric_value
 from .guards import BLOCK, WARN, review_guards
 
@@ -28,8 +33,40 @@ RULE = (
     "hold: an evidence guard blocks, or SLA missed at <= production load on the production mix, "
     "or the primary metric is worse than baseline at production load; ship-guarded: SLA missed "
     f"only above production load or on the stress mix, improvement < {MIN_IMPROVEMENT:.0%}, or a "
-    "guard warns; ship: otherwise"
+    "guard warns; ship: otherwise. A cell misses when p95/p99 exceed the SLA, throughput falls "
+    "short of its offered rate (less sampling tolerance) or, at load >= x1, of "
+    "min_throughput_per_s"
 )
+
+
+def _worst(values: list[float], metric: str) -> float:
+    return min(values) if metric == "throughput_per_s" else max(values)
+
+
+def missed_reasons(cells: list[MatrixCell]) -> list[str]:
+    """One line per load, mix, metric and target missed (the worst value over seeds), naming
+    the metric, its value and its target; a cell marked missed with nothing recorded (an older
+    or hand-edited matrix) says so."""
+    groups: dict[tuple, list[tuple[float, int]]] = {}
+    for c in cells:
+        for m in c.missed:
+            key = (c.load_factor, c.shape_mix, m.metric, m.target, m.basis)
+            groups.setdefault(key, []).append((m.value, c.seed))
+    lines = []
+    for (load, mix, metric, target, basis), found in groups.items():
+        worst = _worst([v for v, _ in found], metric)
+        seeds = [s for v, s in found if v == worst]
+        figures = miss_figures(CellMiss(metric=metric, value=worst, target=target, basis=basis))
+        where = f"seed {seeds[0]}" if len(found) == 1 else f"worst of {len(found)} seeds"
+        lines.append(f"{NAMES[metric]} at load x{load:g} on the {mix} mix: {figures} "
+                     f"({basis}; {where})")  # fmt: skip
+    lines += [
+        f"SLA missed at load x{c.load_factor:g} on the {c.shape_mix} mix (seed {c.seed}) with "
+        "no miss recorded: re-run workbench validate"
+        for c in cells
+        if not c.sla_ok and not c.missed
+    ]
+    return lines
 
 
 def _median_metric(cells, metric: str) -> float | None:
@@ -50,13 +87,7 @@ def recommend(packet: Packet) -> tuple[str, list[str]]:
     cand = [c for c in matrix.cells if c.config == m.candidate]
     base = [c for c in matrix.cells if c.config == "baseline"]
     production = [c for c in cand if c.shape_mix == PRODUCTION or c.shape_mix == "packet"]
-    missed_core = [c for c in production if c.load_factor <= 1.0 and not c.sla_ok]
-    if missed_core:
-        c = missed_core[0]
-        reasons.append(
-            f"SLA missed at load x{c.load_factor} on the {c.shape_mix} mix (seed {c.seed}: "
-            f"p99 {c.p99_ms:.2f} ms, p95 {c.p95_ms:.2f} ms)"
-        )
+    reasons += missed_reasons([c for c in production if c.load_factor <= PRODUCTION_LOAD])
     metric = m.primary_metric
     at_prod = [c for c in cand if c.load_factor == 1.0 and c in production]
     base_prod = (
@@ -73,12 +104,7 @@ def recommend(packet: Packet) -> tuple[str, list[str]]:
     if reasons:
         return "hold", reasons
     guarded = []
-    missed_edge = [c for c in cand if not c.sla_ok]
-    if missed_edge:
-        c = missed_edge[0]
-        guarded.append(
-            f"SLA missed at load x{c.load_factor} on the {c.shape_mix} mix (seed {c.seed})"
-        )
+    guarded += missed_reasons(cand)  # the production cells at <= production load all passed
     if gain < MIN_IMPROVEMENT:
         guarded.append(f"{metric} improves only {gain:.1%} (< {MIN_IMPROVEMENT:.0%})")
     guarded += [f"guard {g.id} warns: {g.detail}" for g in guards.values() if g.status == WARN]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..schema import REVIEW_QUESTION, TailFigures
+from ..schema import REVIEW_QUESTION, MatrixCell, TailFigures
 from ..signing.packet import VerificationReport
+from .cells import miss_text
 from .guards import Guard
 
 if TYPE_CHECKING:
@@ -16,6 +17,14 @@ def _tail(t: TailFigures) -> str:
     return (f"p99 {t.p99_ms:,.2f} ms, p95 {t.p95_ms:,.2f} ms, p50 {t.p50_ms:,.2f} ms, "
             f"mean {t.mean_ms:,.2f} ms, {t.throughput_per_s:,.1f}/s, SLA "
             f"{'met' if t.sla_ok else 'MISSED'}")  # fmt: skip
+
+
+def _verdict(cell: MatrixCell) -> str:
+    """'ok', or MISSED with each metric, value and target the cell missed."""
+    if cell.sla_ok:
+        return "ok"
+    return "MISSED" + "".join(f": {miss_text(m)}" if i == 0 else f"; {miss_text(m)}"
+                              for i, m in enumerate(cell.missed))  # fmt: skip
 
 
 def _inputs(loaded: LoadedPacket) -> list[str]:
@@ -113,7 +122,7 @@ def markdown_report(
             lines.append(
                 f"| x{cell.load_factor:g} | {cell.shape_mix} | {cell.seed} | {cell.config} | "
                 f"{cell.p99_ms:,.2f} | {cell.p95_ms:,.2f} | {cell.throughput_per_s:,.1f} | "
-                f"{cell.fallback_rate:.3f} | {peak} | {'ok' if cell.sla_ok else 'MISSED'} |"
+                f"{cell.fallback_rate:.3f} | {peak} | {_verdict(cell)} |"
             )
         lines += ["", f"Memory check: {v.memory.verdict}", ""]
     lines += ["## Rollback triggers", ""]

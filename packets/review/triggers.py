@@ -79,7 +79,8 @@ def default_triggers(packet: Packet, matrix: ValidationMatrix) -> list[RollbackT
                 threshold=sla.min_throughput_per_s,
                 window_s=300.0,
                 action=REVERT,
-                derived_from="SLA min_throughput_per_s",
+                derived_from="SLA min_throughput_per_s (a production-load floor: judge it "
+                "only while the offered rate is at least the packet's)",
             )
         )
     quality = packet.inputs.precision.quality

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual import events
+from textual.pilot import Pilot
+from textual.widgets import Static
 
 from packets.dump import dump_packet
-from packets.errors import UsageError
+from packets.errors import UsageError, dotted
 from packets.load import load_packet
 from workbench import drafts
+from workbench.app import DRAFT_DELAY_S, WorkbenchApp
+from workbench.screens.modals import DraftQuestion, RecoverScreen
 from workbench.session import WorkingPacket, apply_edit, set_pending
+from workbench.widgets.field_editor import FieldEditor
 
-from .conftest import working_for
+from .conftest import LARGE, SMALL, working_for
 
 P95 = ("inputs", "sla", "p95_ms")
 
@@ -170,3 +178,98 @@ def test_draft_that_cannot_be_read_is_left_alone(packet_file: Path, tmp_path: Pa
         assert path.exists()
     finally:
         path.chmod(0o700)
+
+
+# --- the draft holds exactly the text in each field, however the keys arrive (issue 10) ------
+
+CV = ("inputs", "workload", "arrivals", "cv")
+CV_ID = "#field-workload-arrivals-cv"
+KEY_NAMES = {".": "full_stop"}
+
+
+def burst(app: WorkbenchApp, text: str) -> None:
+    """Keys posted the way the driver posts a burst read from the terminal: all at once,
+    before the app has handled any of them."""
+    for ch in text:
+        app.post_message(events.Key(KEY_NAMES.get(ch, ch), ch))
+
+
+async def deliver(app: WorkbenchApp, pilot: Pilot, how: str) -> None:  # type: ignore[type-arg]
+    if how == "burst":
+        burst(app, "10.5")
+    elif how == "pilot":
+        await pilot.press(*"10.5")  # Pilot presses keys without pausing between them
+    elif how == "paste":
+        app.post_message(events.Paste("10.5"))
+    else:  # a key, then a paste, then keys, in one burst
+        burst(app, "1")
+        app.post_message(events.Paste("0."))
+        burst(app, "5")
+
+
+def draft_pending(packet_file: Path, app: WorkbenchApp) -> dict[str, str]:
+    body = json.loads(drafts.draft_path(packet_file, app.drafts_folder).read_text())
+    return body["pending"]
+
+
+@pytest.mark.parametrize("how", ["burst", "pilot", "paste", "burst-paste-burst"])
+async def test_draft_holds_the_fields_text_whatever_the_key_arrival(
+    make_app: Callable[..., WorkbenchApp], packet_file: Path, how: str
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        field = app.screen.query_one(CV_ID, FieldEditor)
+        field.input.focus()
+        await pilot.pause()
+        await deliver(app, pilot, how)
+        await pilot.pause(DRAFT_DELAY_S + 0.2)  # handled, and autosaved once typing paused
+        assert field.input.value == "10.5"
+        assert draft_pending(packet_file, app) == {dotted(CV): "10.5"}
+        assert dict(app.working.pending) == {dotted(CV): "10.5"}
+    # Reopened, the draft is offered with the field and its text, and recovers that text.
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, RecoverScreen)
+        shown = str(app.screen.query_one("#recover-text", Static).content)
+        assert "  • inputs.workload.arrivals.cv: 10.5" in shown.splitlines()
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.screen.query_one(CV_ID, FieldEditor).input.value == "10.5"
+
+
+def test_recovery_dialog_lists_pending_text_readably_and_sanitized() -> None:
+    question = DraftQuestion(
+        packet_path="/w/p.yaml",
+        draft_path="/s/p.draft.json",
+        changes=("inputs.precision.quality.measured: {bf16: 0.9991} -> {bf16: 0.99}",),
+        pending=(("inputs.sla.p99_ms", "9O"), ("inputs.sla.p95_ms", "[b]7\x1b[31m5\nx")),
+        file_changed=False,
+    )
+    lines = question.lines()
+    assert "  • inputs.sla.p99_ms: 9O" in lines
+    assert "  • inputs.sla.p95_ms: [b]7\\x1b[31m5\\x0ax" in lines  # one line, escapes visible
+    assert question.refused_fields == ("inputs.sla.p99_ms", "inputs.sla.p95_ms")
+    assert all("\x1b" not in line and "\n" not in line for line in lines)
+    long = DraftQuestion("/p", "/d", (), (("inputs.metadata.compiler", "y" * 500),), False)
+    assert len(long.lines()[-1]) < 100 and long.lines()[-1].endswith("…")
+
+
+async def test_recovery_dialog_shows_values_not_python_reprs(
+    make_app: Callable[..., WorkbenchApp], packet_file: Path
+) -> None:
+    working = working_for(packet_file)
+    measured = ("inputs", "precision", "quality", "measured")
+    result = apply_edit(working, measured, {"bf16": 0.99})
+    assert isinstance(result, WorkingPacket)
+    result = set_pending(result, ("inputs", "sla", "p99_ms"), "[red]9O")
+    app = make_app()
+    drafts.write_draft(result, app.drafts_folder)
+    async with app.run_test(size=LARGE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, RecoverScreen)
+        shown = str(app.screen.query_one("#recover-text", Static).content).splitlines()
+        assert "  • inputs.precision.quality.measured.bf16: 0.9991 -> 0.99" in shown
+        assert "  • inputs.sla.p99_ms: [red]9O" in shown  # typed text is never markup
+        assert not any("{'" in line or "'}" in line for line in shown)

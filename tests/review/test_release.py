@@ -22,7 +22,8 @@ def test_missing_the_sla_at_production_load_holds(tmp_path: Path) -> None:
     path = take_through(prepared_copy(tmp_path, edits=(tight,)), "add-4096-bucket")
     release = load_packet(path).packet.outputs.release
     assert release.recommendation == release.computed == "hold"
-    assert release.reasons[0].startswith("SLA missed at load x1")
+    assert release.reasons[0].startswith("p95 at load x1 on the production mix: ")
+    assert "ms > 9.00 ms (SLA p95_ms; seed " in release.reasons[0]
 
 
 def test_meeting_the_sla_everywhere_with_a_real_gain_ships_or_is_guarded(proposed: Path) -> None:

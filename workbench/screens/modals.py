@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -62,15 +61,63 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(result)
 
 
+PENDING_SHOWN = 8  # lines of each list the dialog shows before '... and N more'
+TEXT_SHOWN = 60  # characters of a pending value shown (the draft keeps all of it)
+
+
+def printable(text: str, limit: int = TEXT_SHOWN) -> str:
+    """`text` safe to show on one line: control and other unprintable characters (a pasted
+    escape sequence, a line break) shown as \\xNN / \\uNNNN escapes, cut to `limit`
+    characters with an ellipsis. The dialog shows it as plain text, never as markup."""
+    shown = "".join(
+        ch
+        if ch.isprintable()
+        else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        for ch in text
+    )
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
 @dataclass(frozen=True)
 class DraftQuestion:
-    """What the recovery dialog tells the user about a draft."""
+    """What the recovery dialog tells the user about a draft.
+
+    Attributes:
+        packet_path, draft_path: the packet file and its draft.
+        changes: 'path: old -> new' per field the draft's packet changes.
+        pending: (field path, text) for each field holding text not yet accepted.
+        file_changed: the packet file changed since the draft's edits started.
+    """
 
     packet_path: str
     draft_path: str
     changes: tuple[str, ...]
-    refused_fields: tuple[str, ...]
+    pending: tuple[tuple[str, str], ...]
     file_changed: bool
+
+    @property
+    def refused_fields(self) -> tuple[str, ...]:
+        """The fields holding text not yet accepted."""
+        return tuple(path for path, _ in self.pending)
+
+    def lines(self) -> list[str]:
+        """The dialog's text, plain (no markup): readable 'path: value' lines."""
+        lines = [f"Unsaved edits to {printable(self.packet_path, 200)} were kept in a draft:"]
+        lines += _capped([f"  • {printable(c, 2 * TEXT_SHOWN)}" for c in self.changes])
+        if self.pending:
+            lines.append("Text not yet accepted:")
+            lines += _capped(
+                [f"  • {printable(path)}: {printable(text)}" for path, text in self.pending]
+            )
+        if self.file_changed:
+            lines.append("The packet file has changed since the draft was made.")
+        return lines
+
+
+def _capped(lines: list[str]) -> list[str]:
+    if len(lines) <= PENDING_SHOWN:
+        return lines
+    return [*lines[:PENDING_SHOWN], f"  … and {len(lines) - PENDING_SHOWN} more"]
 
 
 class RecoverScreen(ModalScreen[str]):
@@ -92,18 +139,12 @@ class RecoverScreen(ModalScreen[str]):
         self.question = question
 
     def compose(self) -> ComposeResult:
-        q = self.question
-        lines = [f"Unsaved edits to [b]{escape(q.packet_path)}[/b] were kept in a draft:"]
-        lines += [f"  • {escape(change)}" for change in q.changes[:8]]
-        if len(q.changes) > 8:
-            lines.append(f"  … and {len(q.changes) - 8} more")
-        if q.refused_fields:
-            lines.append(f"Text not yet accepted in: {escape(', '.join(q.refused_fields))}")
-        if q.file_changed:
-            lines.append("[b]The packet file has changed since the draft was made.[/b]")
+        text = Text("\n".join(self.question.lines()))  # plain Text: nothing typed is markup
+        text.highlight_words([printable(self.question.packet_path, 200)], "bold")
+        text.highlight_words(["The packet file has changed since the draft was made."], "bold")
         with Vertical(id="recover-box"):
             yield Static("[b]Recover draft?[/b]", classes="modal-title")
-            yield Static("\n".join(lines), id="recover-text", markup=True)
+            yield Static(text, id="recover-text")
             with Horizontal(id="recover-buttons"):
                 yield Button("Recover (r)", id="recover", variant="primary", compact=True)
                 yield Button("Discard (d)", id="discard", variant="error", compact=True)

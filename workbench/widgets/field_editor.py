@@ -106,7 +106,17 @@ class FieldEditor(Widget):
             return True
 
     def read(self, text: str, *, commit: bool) -> None:
-        """Check `text` and post Edited or Refused."""
+        """Check `text` and post Edited or Refused.
+
+        While typing (commit=False) only the text the field shows now is read: keys that
+        arrive in one burst (a paste, keys bunched over SSH) change the Input several times
+        before the first Changed is handled, and a copy of older text (a Changed already
+        overtaken, pending text the screen echoes back) must not overwrite what the field
+        holds. The newest text always has its own Changed still to come, so nothing is lost.
+        A commit reads the text confirmed (Enter before more keys applies what it confirmed).
+        """
+        if not commit and text != self.text:
+            return
         try:
             value = parse_text(self.spec, text)
         except TextRefused as exc:
