@@ -20,7 +20,7 @@ from model.compiler.hardware import HardwareEnvelope, preset
 from .dump import dump_yaml
 from .errors import PacketError, Problem
 from .fields import Text, choice
-from .files import read_file_bytes
+from .files import HARDWARE, read_file_bytes
 from .messages import problems_from_validation
 from .schema import ENVELOPE_FIELDS, Strict, envelope_overrides
 from .strict_yaml import LoadedYaml, load_yaml
@@ -70,7 +70,7 @@ def _problem(exc: ValueError, file: str, loaded: LoadedYaml | None, base: tuple)
 
 def load_hardware_file(path: Path) -> HardwareEnvelope:
     """Read and validate a hardware file (UsageError if unreadable, PacketError if invalid)."""
-    raw = read_file_bytes(path)
+    raw = read_file_bytes(path, HARDWARE)
     name = str(path)
     loaded = load_yaml(raw, name)
     data = loaded.data
