@@ -84,6 +84,16 @@ class FileTooLarge(FileRefused):
     """A regular file over its kind's size cap."""
 
 
+_TOKEN_SAFE = re.compile(r"[^A-Za-z0-9._/+-]")
+
+
+def sanitized_token(value: object, limit: int = 24) -> str:
+    """A value read from a file, fit to quote in an error: at most `limit` characters, anything
+    but letters, digits and `._/+-` shown as `?`, quoted (`'handoff-packet/0'`)."""
+    text = _TOKEN_SAFE.sub("?", str(value))
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
 def _file_type(mode: int) -> str:
     """`a FIFO`, `a character device`... for a non-regular st_mode."""
     for test, name in (
