@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from packets.errors import UsageError
 from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.files import (
     PACKET,
@@ -26,8 +29,10 @@ from packets.files import (
     read_regular,
     sanitized_token,
 )
+from packets.review.exporting import write_export
 from packets.signing.keyfiles import load_private_key
 from packets.signing.ssherrors import KeyLoadError
+from workbench import drafts
 from workbench.cli import main
 from workbench.session import open_working, save_packet
 
@@ -48,6 +53,7 @@ def _artifact(path: Path | str, ref: str = "reports/closure.md") -> int:
 # --- reading --------------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 def test_a_proc_file_is_read_up_to_the_cap_whatever_its_size_says(tmp_path: Path) -> None:
     assert os.stat("/proc/self/maps").st_size == 0  # /proc reports no size
     small = FileKind("test file", 64)
@@ -107,6 +113,47 @@ def test_a_hardware_file_format_is_quoted_only_as_a_short_token(
     out = capsys.readouterr().out
     assert "expected format handoff-hardware/1" in out and SECRET not in out
     assert sanitized_token("a b\nc" * 20) == repr(("a?b?c" * 20)[:21] + "...")
+
+
+def _returns_without_blocking(call: Callable[[], object], fifo: Path) -> object:
+    """`call()`'s result or exception; fails if it blocks on the FIFO (then unblocks it by
+    opening the FIFO's write end, so the test's thread can finish)."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # EOF for the blocked reader
+        thread.join(10)
+        pytest.fail(f"blocked on the FIFO {fifo}")
+    return outcome[0]
+
+
+def test_a_fifo_as_a_draft_is_reported_not_read(packet: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "drafts"
+    folder.mkdir()
+    fifo = drafts.draft_path(packet, folder)
+    os.mkfifo(fifo)
+    result = _returns_without_blocking(lambda: drafts.read_draft(packet, folder), fifo)
+    assert isinstance(result, UsageError) and "is a FIFO, not a regular file" in str(result)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # left alone
+
+
+def test_a_fifo_as_the_export_target_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    result = _returns_without_blocking(
+        lambda: write_export(b"x: 1\n", fifo, source=None, force=True), fifo
+    )
+    assert isinstance(result, UsageError) and "is a FIFO, not a regular file" in str(result)
+    assert not (tmp_path / "out.yaml.bak").exists()
 
 
 # --- writing: mode, group, symlinks, stale temps ---------------------------------------------
@@ -197,7 +244,7 @@ def test_saving_refuses_to_overwrite_a_file_changed_since_it_was_opened(packet: 
     from packets.load import load_packet
 
     working = open_working(load_packet(packet), packet)
-    other = packet.read_bytes().replace(b"title: ", b"title: Changed by another writer: ", 1)
+    other = packet.read_bytes().replace(b"title: ", b"title: Changed by another writer - ", 1)
     packet.write_bytes(other)
     with pytest.raises(Exception, match="changed on disk since it was opened"):
         save_packet(working)
@@ -206,3 +253,42 @@ def test_saving_refuses_to_overwrite_a_file_changed_since_it_was_opened(packet: 
 
     save_packet(working, overwrite_sha256=hashlib.sha256(other).hexdigest())  # confirmed
     assert packet.read_bytes() != other
+
+
+def test_outputs_computed_from_an_older_file_are_refused_not_written_over_it(
+    packet: Path,
+) -> None:
+    from packets.load import load_packet
+    from packets.review.writing import write_packet
+
+    loaded = load_packet(packet)
+    other = packet.read_bytes().replace(b"title: ", b"title: Edited meanwhile - ", 1)
+    packet.write_bytes(other)
+    mine = loaded.packet.model_copy(update={"title": "Mine"})
+    with pytest.raises(UsageError, match="changed on disk while validating"):
+        write_packet(loaded, mine, doing="validating")
+    assert packet.read_bytes() == other
+
+
+def test_outputs_written_after_another_owner_signed_keep_the_signature(
+    packet: Path, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from packets.load import load_packet
+    from packets.review.writing import write_packet
+
+    key = tmp_path / "id"
+    made = subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t", "-f", str(key)],
+        capture_output=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    loaded = load_packet(packet)
+    sign = ["sign", str(packet), "--role", "ml-compiler-engineer", "--key", str(key)]
+    assert main([*sign, "--decision", "reject"]) == 0  # another owner, after our read
+    write_packet(loaded, loaded.packet.model_copy(update={"title": "Mine"}))
+    final = load_packet(packet)
+    assert final.packet.title == "Mine"
+    assert [s.role for s in final.packet.signatures] == ["ml-compiler-engineer"]  # kept (stale)
