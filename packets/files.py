@@ -199,7 +199,7 @@ def write_target(path: str | Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-@dataclass
+@dataclass(frozen=True)
 class LockedFile:
     """A file held under its exclusive lock (see `locked`): read its current bytes, write new.
 
@@ -229,7 +229,7 @@ class LockedFile:
     def write(self, data: bytes, *, mode: int = 0o644) -> None:
         """Replace the file atomically with `data`, keeping its mode and group (`mode` is for a
         new file). Removes this tool's stale temp files first. UsageError, file untouched, on
-        failure."""
+        failure. Once per lock: the lock stays on the replaced inode."""
         _remove_stale_temps(self.target, self.locked_at)
         _replace(self.name, self.target, data, self.current, mode)
 
