@@ -118,12 +118,14 @@ def _os_refusal(name: str, exc: OSError) -> FileRefused:
 
 
 def _check_regular(fd: int, name: str, kind: FileKind) -> os.stat_result:
-    """fstat of an open file; FileRefused unless it is a regular file within the cap."""
+    """fstat of an open file; FileRefused unless it is a regular file within the cap. A regular
+    file then reads in blocking mode again (O_NONBLOCK served only to open without blocking)."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise FileRefused(name, f"is {_file_type(st.st_mode)}, not a regular file ({kind.label})")
     if st.st_size > kind.cap_bytes:
         raise FileTooLarge(name, _too_large(kind, st.st_size))
+    os.set_blocking(fd, True)
     return st
 
 

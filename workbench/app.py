@@ -299,7 +299,7 @@ class WorkbenchApp(App[int]):
             draft_path=str(found.path),
             changes=tuple(changed_fields(working.packet, found.working.packet)),
             refused_fields=tuple(found.working.pending),
-            file_changed=found.file_changed_since(working.source.read_bytes()),
+            file_changed=disk_sha256(working) != found.started_from_sha256,
         )
         self.push_screen(RecoverScreen(question), partial(self._draft_decided, found))
 
