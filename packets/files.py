@@ -324,11 +324,13 @@ def locked_update(
         return data
 
 
-def atomic_write(path: str | Path, data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write(
+    path: str | Path, data: bytes, *, mode: int = 0o644, kind: FileKind = PACKET
+) -> None:
     """Replace `path` with `data` atomically, under its lock (see the module docstring).
     On any failure the old file (if any) is untouched and UsageError says why. `mode` applies
-    to a new file; an existing file keeps its mode and group."""
-    with locked(path) as held:
+    to a new file; an existing file keeps its mode and group. `kind` names the file in errors."""
+    with locked(path, kind) as held:
         held.write(data, mode=mode)
 
 

@@ -124,7 +124,7 @@ def write_draft(working: WorkingPacket, folder: Path) -> Path | None:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{folder}: cannot create drafts folder: {exc.strerror or exc}") from None
-    atomic_write(path, draft_bytes(working), mode=0o600)
+    atomic_write(path, draft_bytes(working), mode=0o600, kind=DRAFT)
     return path
 
 
