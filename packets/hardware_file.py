@@ -18,9 +18,9 @@ from pydantic import Field, ValidationError, create_model
 from model.compiler.hardware import HardwareEnvelope, preset
 
 from .dump import dump_yaml
-from .errors import PacketError, Problem
+from .errors import PacketError, Problem, UsageError
 from .fields import Text, choice
-from .files import read_file_bytes
+from .files import HARDWARE, read_file_bytes, sanitized_token
 from .messages import problems_from_validation
 from .schema import ENVELOPE_FIELDS, Strict, envelope_overrides
 from .strict_yaml import LoadedYaml, load_yaml
@@ -70,7 +70,7 @@ def _problem(exc: ValueError, file: str, loaded: LoadedYaml | None, base: tuple)
 
 def load_hardware_file(path: Path) -> HardwareEnvelope:
     """Read and validate a hardware file (UsageError if unreadable, PacketError if invalid)."""
-    raw = read_file_bytes(path)
+    raw = read_file_bytes(path, HARDWARE)
     name = str(path)
     loaded = load_yaml(raw, name)
     data = loaded.data
@@ -81,7 +81,7 @@ def load_hardware_file(path: Path) -> HardwareEnvelope:
             name,
             loaded.line_of(("format",)),
             ("format",),
-            f"expected format {HARDWARE_FORMAT}, got {data.get('format')!r}",
+            f"expected format {HARDWARE_FORMAT}, got {sanitized_token(data.get('format'))}",
         )
     try:
         spec = HardwareFile.model_validate(data)
@@ -104,7 +104,13 @@ def resolve_hardware(
             target = Path(section.file)
             if not target.is_absolute() and base_dir is not None:
                 target = base_dir / target
-            envelope = load_hardware_file(target)
+            try:
+                envelope = load_hardware_file(target)
+            except UsageError as exc:  # missing, not a regular file: an error at the field
+                path = (*where, "file")
+                line = loaded.line_of(path) if loaded else 0
+                message = f"{exc} (paths are relative to the packet)"
+                raise PacketError([Problem(file, line, path, message)]) from None
             envelope = envelope.with_overrides(**overrides) if overrides else envelope
             return envelope.with_overrides(source=section.source) if section.source else envelope
         name = section.preset or "custom"

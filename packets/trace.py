@@ -13,26 +13,23 @@ from pathlib import Path
 import numpy as np
 
 from .errors import PacketError, Problem, UsageError
-
-MAX_TRACE_BYTES = 256 * 1024 * 1024
+from .files import TRACE, FileRefused, FileTooLarge, read_regular
 
 
 def read_trace(path: Path, label: str | None = None) -> np.ndarray:
     """Arrival times (ms, float64, non-decreasing, shifted so the first is 0) from `path`.
 
-    Raises UsageError when the file cannot be read and PacketError naming the line of the first
-    bad value otherwise.
+    Raises UsageError when the file cannot be read (missing, not a regular file, over the
+    `files.TRACE` cap) and PacketError naming the line of the first bad value otherwise. Errors
+    never quote the file's text (a trace path may name any file, /etc/passwd included).
     """
     name = label or str(path)
     try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise UsageError(f"{name}: is a directory, not an arrival trace")
-        if size > MAX_TRACE_BYTES:
-            raise UsageError(f"{name}: trace is {size >> 20} MiB; the cap is 256 MiB")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{name}: cannot read arrival trace: {exc.strerror or exc}") from None
+        raw = read_regular(path, TRACE, name)
+    except FileTooLarge as exc:
+        raise UsageError(str(exc)) from None
+    except FileRefused as exc:
+        raise UsageError(f"{name}: cannot read arrival trace: {exc.reason}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -62,9 +59,11 @@ def _first_bad_line(name: str, text: str) -> Problem:
         try:
             value = float(body)
         except ValueError:
-            return Problem(name, number, (), f"expected an arrival time in ms, got '{body[:40]}'")
+            return Problem(
+                name, number, (), f"expected an arrival time in ms, got text ({len(body)} chars)"
+            )
         if not math.isfinite(value) or value < 0:
-            return Problem(name, number, (), f"arrival time must be finite and >= 0, got {body}")
+            return Problem(name, number, (), f"arrival time must be finite and >= 0, got {value}")
         if value < previous:
             return Problem(
                 name, number, (), f"arrival times must not decrease ({value} < {previous})"

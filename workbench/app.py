@@ -37,9 +37,9 @@ from .session import (
     WorkingPacket,
     apply_edit,
     changed_fields,
+    disk_sha256,
     save_packet,
     set_pending,
-    source_changed,
 )
 from .stall import StallMonitor
 from .steps import Progress, Step, default_steps
@@ -125,7 +125,7 @@ class WorkbenchApp(App[int]):
         self.exit_notes: dict[str, str] = {}
         """Lines for the command line to print after exit (where unsaved edits were kept...)."""
         self._startup_warnings: list[str] = []
-        self._overwrite_armed = False
+        self._overwrite_armed: str | None = None  # SHA-256 of the changed file ctrl+s may replace
         self._exit_deadline: threading.Timer | None = None
         self._draft_timer: Timer | None = None
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
@@ -299,7 +299,7 @@ class WorkbenchApp(App[int]):
             draft_path=str(found.path),
             changes=tuple(changed_fields(working.packet, found.working.packet)),
             pending=tuple(sorted(found.working.pending.items())),
-            file_changed=found.file_changed_since(working.source.read_bytes()),
+            file_changed=disk_sha256(working) != found.started_from_sha256,
         )
         self.push_screen(RecoverScreen(question), partial(self._draft_decided, found))
 
@@ -424,17 +424,18 @@ class WorkbenchApp(App[int]):
                 timeout=10,
             )
             return
-        if source_changed(self.working) and not self._overwrite_armed:
-            self._overwrite_armed = True
+        on_disk = disk_sha256(self.working) or "missing or unreadable"
+        if on_disk != self.working.source_sha256 and on_disk != self._overwrite_armed:
+            self._overwrite_armed = on_disk
             self.notify(
                 "The packet file changed on disk since it was opened: ctrl+s again overwrites it",
                 severity="warning",
                 timeout=10,
             )
             return
-        self._overwrite_armed = False
+        confirmed, self._overwrite_armed = self._overwrite_armed, None
         try:
-            self.working = save_packet(self.working)
+            self.working = save_packet(self.working, overwrite_sha256=confirmed)
         except UsageError as exc:
             self.notify(str(exc), severity="error", timeout=10)
             return

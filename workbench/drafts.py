@@ -10,6 +10,7 @@ deleted) and reported.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from types import MappingProxyType
 
 from packets.dump import dump_packet
 from packets.errors import PacketError, UsageError
-from packets.files import atomic_write
+from packets.files import DRAFT, FileRefused, atomic_write, locked, read_regular
 from packets.load import parse_packet
 from packets.schema import Packet
 
@@ -123,7 +124,7 @@ def write_draft(working: WorkingPacket, folder: Path) -> Path | None:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{folder}: cannot create drafts folder: {exc.strerror or exc}") from None
-    atomic_write(path, draft_bytes(working), mode=0o600)
+    atomic_write(path, draft_bytes(working), mode=0o600, kind=DRAFT)
     return path
 
 
@@ -182,11 +183,11 @@ def read_draft(packet_path: Path, folder: Path) -> Draft | CorruptDraft | None:
     when the draft exists but cannot be read or renamed (permissions)."""
     path = draft_path(packet_path, folder)
     try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read draft: {exc.strerror or exc}") from None
+        raw = read_regular(path, DRAFT)  # a FIFO or device there is refused, never read
+    except FileRefused as exc:
+        if exc.error_number in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise UsageError(f"{path}: cannot read draft: {exc.reason}") from None
     try:
         return _decode(path, raw, packet_path)
     except ValueError as exc:
@@ -217,13 +218,16 @@ def keep_both(draft: Draft, packet_path: Path, folder: Path | None = None) -> Pa
     """Write the draft's packet as `<stem>.recovered[-N].yaml` in `folder` (default: beside the
     original), never overwriting; remove the draft and return the new file's path."""
     folder = folder or packet_path.parent
+    data = dump_packet(draft.working.packet)
     n = 1
     while True:
         suffix = ".recovered" if n == 1 else f".recovered-{n}"
         target = folder / f"{packet_path.stem}{suffix}.yaml"
         if not target.exists():
-            break
+            with locked(target) as held:  # absent when checked; still absent under the lock?
+                if held.current is None:
+                    held.write(data)
+                    break
         n += 1
-    atomic_write(target, dump_packet(draft.working.packet))
     remove_draft(draft.path)
     return target

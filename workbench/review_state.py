@@ -15,7 +15,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from packets.dump import dump_packet
-from packets.errors import Problem
+from packets.errors import Problem, UsageError
+from packets.files import PACKET, read_regular
 from packets.load import LoadedPacket
 from packets.schema import Packet, RollbackTrigger, ValidationMatrix
 
@@ -120,8 +121,8 @@ def current_bytes(working: WorkingPacket) -> bytes:
     edited, else the canonical bytes a save would write. Signatures are checked against these."""
     if not working.dirty and working.source is not None:
         try:
-            data = working.source.read_bytes()
-        except OSError:
+            data = read_regular(working.source, PACKET)  # never blocks on a FIFO put there
+        except UsageError:
             data = None
         if data is not None and sha256_hex(data) == working.source_sha256:
             return data

@@ -17,7 +17,7 @@ from typing import Any
 
 from packets.dump import dump_packet
 from packets.errors import PacketError, Problem, UsageError, dotted
-from packets.files import atomic_write
+from packets.files import PACKET, locked_update, read_regular
 from packets.load import LoadedPacket, check_packet_data
 from packets.schema import Packet
 
@@ -160,27 +160,52 @@ def _plain(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
+def disk_sha256(working: WorkingPacket) -> str | None:
+    """SHA-256 of the packet file as it is on disk now (None: no file, or it cannot be read as
+    a packet file: missing, not a regular file, over the cap)."""
+    if working.source is None:
+        return None
+    try:
+        return sha256_hex(read_regular(working.source, PACKET))
+    except UsageError:
+        return None
+
+
 def source_changed(working: WorkingPacket) -> bool:
     """True when the packet file on disk is no longer the version the session started from."""
     if working.source is None:
         return False
-    try:
-        return sha256_hex(working.source.read_bytes()) != working.source_sha256
-    except OSError:
-        return True
+    return disk_sha256(working) != working.source_sha256
 
 
-def save_packet(working: WorkingPacket, path: Path | None = None) -> WorkingPacket:
-    """Write the packet's canonical bytes atomically to `path` (default: its source file).
+def save_packet(
+    working: WorkingPacket, path: Path | None = None, *, overwrite_sha256: str | None = None
+) -> WorkingPacket:
+    """Write the packet's canonical bytes atomically to `path` (default: its source file), under
+    the file's lock (`packets.files.locked_update`).
 
-    Returns the WorkingPacket marked saved. Raises UsageError when it cannot be written.
-    Refused text in `pending` is not part of the packet and stays pending.
+    Saving over its own source is refused when the file, re-read under the lock, is neither the
+    version last read or saved nor `overwrite_sha256` (the version the user agreed to overwrite):
+    another writer's change is never overwritten unseen. Returns the WorkingPacket marked saved.
+    Raises UsageError when it cannot be written. Refused text in `pending` is not part of the
+    packet and stays pending.
     """
     target = path or working.source
     if target is None:
         raise UsageError("this packet has no file: save it to a path")
     data = dump_packet(working.packet)
-    atomic_write(target, data)
+    own_file = working.source is not None and target.resolve() == working.source
+    allowed = {working.source_sha256, overwrite_sha256}
+
+    def update(current: bytes | None) -> bytes:
+        if own_file and current is not None and sha256_hex(current) not in allowed:
+            raise UsageError(
+                f"{working.name}: changed on disk since it was opened (another writer); "
+                "nothing saved: ctrl+s again overwrites it"
+            )
+        return data
+
+    locked_update(target, update)
     return replace(
         working, saved=working.packet, source=target.resolve(), source_sha256=sha256_hex(data)
     )

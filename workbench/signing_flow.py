@@ -5,8 +5,9 @@ How signing works from the app: a signature covers the packet file's bytes befor
 `signatures:`, and the app edits a working packet. So signing (1) refuses while a review guard
 blocks or while the file changed on disk since it was opened, (2) saves the working packet first
 when it has unsaved edits (canonical bytes, atomic; the screen asks before), (3) signs the saved
-file's bytes with `packets.signoff.sign_packet` and writes them atomically (the body is kept
-byte for byte, only the signatures section changes), and (4) reloads the packet from the file.
+file's bytes with `packets.signoff.sign_packet` and writes them atomically under the file's
+lock, refusing if the file changed since it was saved or opened (the body is kept byte for byte,
+only the signatures section changes), and (4) reloads the packet from the file.
 Any later edit changes the current bytes, so every signature then shows as stale.
 """
 
@@ -16,16 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packets.errors import UsageError
-from packets.files import atomic_write, read_file_bytes
-from packets.load import parse_packet
+from packets.load import LoadedPacket, parse_packet
 from packets.review.exporting import export_bytes, write_export
 from packets.review.guards import blocking, review_guards
+from packets.review.writing import update_packet_file
 from packets.signing.ssherrors import AgentError, KeyLoadError
 from packets.signing.sshkeys import PrivateKey, SshSigner
 from packets.signoff import sign_packet
 
 from .review_state import current_bytes, keep_pending, loaded_from
-from .session import WorkingPacket, open_working, save_packet, source_changed
+from .session import WorkingPacket, open_working, save_packet, sha256_hex, source_changed
 
 
 @dataclass(frozen=True)
@@ -88,12 +89,17 @@ def sign_working(working: WorkingPacket, role: str, key: PrivateKey | SshSigner)
         working = save_packet(working)
     source = working.source
     assert source is not None  # sign_refusal checked it
-    loaded = parse_packet(read_file_bytes(source), working.name, working.base_dir)
-    try:
-        signed = sign_packet(loaded, role, key)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    atomic_write(source, signed)
+    shown = working.source_sha256
+
+    def sign_current(current: LoadedPacket) -> bytes:  # under the file's lock
+        if sha256_hex(current.raw) != shown:
+            raise UsageError("the packet file changed on disk while signing: reopen it")
+        try:
+            return sign_packet(current, role, key)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    signed = update_packet_file(source, sign_current)
     reloaded = parse_packet(signed, working.name, working.base_dir)
     return keep_pending(open_working(reloaded, source), working)
 

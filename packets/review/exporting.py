@@ -3,7 +3,8 @@ rules `workbench export` and the app share.
 
 Export is refused while a review guard blocks. The target must be another file than the packet;
 an existing signed packet there is overwritten only when forced, and then a backup
-(`OUT.bak`) is kept. Files are written atomically.
+(`OUT.bak`) is kept. Files are written atomically, under the target's lock: the signed-packet
+check, the backup and the write see the same file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..files import atomic_write
+from ..files import EXPORT_TARGET, FileTooLarge, locked, read_regular
 from .guards import blocking, review_guards
 
 if TYPE_CHECKING:
@@ -44,14 +45,18 @@ def export_bytes(loaded: LoadedPacket, fmt: str) -> bytes:
     return markdown_report(loaded, guards, verify_packet(loaded)).encode("utf-8")
 
 
+def _has_signatures(data: bytes) -> bool:
+    return any(
+        line.startswith(b"- role:") for line in data.split(b"\nsignatures:")[-1].splitlines()
+    )
+
+
 def holds_signed_packet(path: Path) -> bool:
-    """True when `path` is a file whose top-level `signatures:` section has an entry."""
+    """True when `path` is a file whose top-level `signatures:` section has an entry (a file
+    over the packet cap is no packet; one that cannot be read holds none)."""
     try:
-        return any(
-            line.startswith(b"- role:")
-            for line in path.read_bytes().split(b"\nsignatures:")[-1].splitlines()
-        )
-    except OSError:
+        return _has_signatures(read_regular(path, EXPORT_TARGET))
+    except UsageError:
         return False
 
 
@@ -65,14 +70,21 @@ def write_export(
     """
     if source is not None and out.resolve() == source.resolve():
         raise UsageError("export to a different file than the packet itself")
-    if out.exists() and holds_signed_packet(out) and not force:
-        raise SignedTargetError(f"{out}: an existing signed packet; use --force (a backup is kept)")
-    backup = None
-    if out.exists() and force:
-        backup = out.with_name(out.name + ".bak")
+    with locked(out, EXPORT_TARGET) as held:
         try:
-            shutil.copy2(out, backup)
-        except OSError as exc:
-            raise UsageError(f"{backup}: cannot keep a backup: {exc.strerror or exc}") from None
-    atomic_write(out, data)
+            existing = held.read(EXPORT_TARGET)
+        except FileTooLarge:  # larger than any packet can be: not a signed packet
+            existing = b""
+        if existing is not None and _has_signatures(existing) and not force:
+            raise SignedTargetError(
+                f"{out}: an existing signed packet; use --force (a backup is kept)"
+            )
+        backup = None
+        if existing is not None and force:
+            backup = out.with_name(out.name + ".bak")
+            try:
+                shutil.copy2(held.target, backup)
+            except OSError as exc:
+                raise UsageError(f"{backup}: cannot keep a backup: {exc.strerror or exc}") from None
+        held.write(data)
     return backup

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from packets.files import ALLOWED_SIGNERS, FileRefused, read_regular
 from packets.signing.ssherrors import SignatureError
 from packets.signing.sshkeys import fingerprint, parse_public_key_line
 
@@ -165,8 +166,10 @@ def load_allowed_signers(path: str | Path) -> tuple[AllowedSigner, ...]:
     """Parse an allowed_signers file; unreadable files raise `AllowedSignersError` too."""
     path = Path(path).expanduser()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_regular(path, ALLOWED_SIGNERS).decode("utf-8")
+    except FileRefused as error:
+        raise AllowedSignersError(f"{path}: cannot read allowed signers: {error.reason}") from None
+    except UnicodeDecodeError as error:
         raise AllowedSignersError(f"{path}: cannot read allowed signers: {error}") from None
     return parse_allowed_signers(text, str(path))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from cryptography.exceptions import UnsupportedAlgorithm as CryptoUnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
+from packets.files import PRIVATE_KEY, FileRefused, read_regular
 from packets.signing.ssherrors import KeyLoadError, SignatureError
 from packets.signing.sshkeys import (
     PRIVATE_KEY_TYPES,
@@ -42,10 +43,11 @@ PUBLIC_KEY_HINT = "it holds a public key; give the private key file (the one wit
 
 
 def _read(path: Path) -> bytes:
+    """The key file's bytes: a regular file within the `files.PRIVATE_KEY` cap."""
     try:
-        return path.read_bytes()
-    except OSError as error:
-        raise KeyLoadError(f"{path}: cannot read key file: {error.strerror or error}") from None
+        return read_regular(path, PRIVATE_KEY)
+    except FileRefused as error:
+        raise KeyLoadError(f"{path}: cannot read key file: {error.reason}") from None
 
 
 def _openssh_header(path: Path, text: str) -> tuple[str, bytes]:

@@ -309,6 +309,29 @@ async def test_save_refuses_a_changed_file_once(make_app: MakeApp, packet_file: 
         assert load_packet(packet_file).packet.inputs.sla.p99_ms == 95.0
 
 
+async def test_save_confirms_the_version_it_overwrites(
+    make_app: MakeApp, packet_file: Path
+) -> None:
+    """A second ctrl+s overwrites the changed file it warned about, not a newer one."""
+    app = make_app()
+    notes = record_notes(app)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await focus_field(app, pilot, "sla.p99_ms")
+        await retype(pilot, "95")
+        packet_file.write_bytes(packet_file.read_bytes() + b"# edited elsewhere\n")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        packet_file.write_bytes(packet_file.read_bytes() + b"# and edited again\n")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert b"# and edited again" in packet_file.read_bytes()
+        assert "changed on disk" in notes[-1][0]
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert load_packet(packet_file).packet.inputs.sla.p99_ms == 95.0
+
+
 async def test_shipped_example_is_never_overwritten(make_app: MakeApp) -> None:
     example = Path(example_path(DEFAULT_EXAMPLE))
     before = example.read_bytes()

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from packets.errors import UsageError
-from packets.load import load_packet
-from packets.schema import ALL_ROLES, ROLES_BY_TOPIC, Artifact
+from packets.load import LoadedPacket, load_packet
+from packets.schema import ALL_ROLES, ROLES_BY_TOPIC, Artifact, Packet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,17 +20,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.writing import with_owner, write_packet
+    from packets.review.writing import update_packet_file, with_owner
 
     loaded = load_packet(args.packet)
-    owner = next((o for o in loaded.packet.owners if o.role == args.role), None)
-    if owner is None:
-        raise UsageError(f"no owner holds role '{args.role}' in {args.packet}")
     artifact = Artifact(ref=args.ref, summary=args.summary)
-    write_packet(
-        loaded,
-        with_owner(loaded.packet, args.role, owner.model_copy(update={"artifact": artifact})),
-    )
+
+    def record(current: LoadedPacket) -> Packet:  # under the lock, on the file as it is now
+        owner = next((o for o in current.packet.owners if o.role == args.role), None)
+        if owner is None:
+            raise UsageError(f"no owner holds role '{args.role}' in {args.packet}")
+        return with_owner(
+            current.packet, args.role, owner.model_copy(update={"artifact": artifact})
+        )
+
+    update_packet_file(args.packet, record)
     kind = ROLES_BY_TOPIC[loaded.packet.topic][args.role]
     print(f"{args.role}: {kind} -> {args.ref}; wrote {args.packet}")
     return 0

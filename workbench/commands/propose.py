@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
     classification = classify(loaded, path)
     packet = with_outputs(loaded.packet, classification=classification, mitigation=mitigation)
-    write_packet(loaded, packet)
+    write_packet(loaded, packet, doing="proposing")
     c, m = classification, mitigation
     print(f"{REVIEW_QUESTION}")
     print(f"  baseline bottleneck: {c.primary.bottleneck} ({c.primary.metric} {c.primary.value}); "

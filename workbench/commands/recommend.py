@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from packets.errors import UsageError
-from packets.load import load_packet
-from packets.schema import ALL_ROLES
+from packets.load import LoadedPacket, load_packet
+from packets.schema import ALL_ROLES, Override, Packet, Release
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,22 +26,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from packets.review.release import make_override, release
-    from packets.review.writing import with_outputs, write_packet
+    from packets.review.writing import update_packet_file, with_outputs
 
-    loaded = load_packet(args.packet)
-    out = loaded.packet.outputs
-    if out.mitigation is None or out.validation_matrix is None:
-        raise UsageError(f"{args.packet}: run workbench propose and workbench validate first")
-    override = None
-    if args.override is not None:
-        if not args.role or not args.rationale:
-            raise UsageError("--override needs --role and a written --rationale")
-        try:
-            override = make_override(loaded.packet, args.role, args.override, args.rationale)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    decision = release(loaded.packet, override)
-    write_packet(loaded, with_outputs(loaded.packet, release=decision))
+    if args.override is not None and (not args.role or not args.rationale):
+        raise UsageError("--override needs --role and a written --rationale")
+    load_packet(args.packet)  # an unreadable or invalid file is reported before the lock
+    decided: list[tuple[Release, Override | None]] = []
+
+    def recommend(current: LoadedPacket) -> Packet:  # under the lock, on the file as it is now
+        out = current.packet.outputs
+        if out.mitigation is None or out.validation_matrix is None:
+            raise UsageError(f"{args.packet}: run workbench propose and workbench validate first")
+        override = None
+        if args.override is not None:
+            try:
+                override = make_override(current.packet, args.role, args.override, args.rationale)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        decided.append((release(current.packet, override), override))
+        return with_outputs(current.packet, release=decided[-1][0])
+
+    update_packet_file(args.packet, recommend)
+    decision, override = decided[-1]
     print(f"recommendation: {decision.recommendation}"
           + (f" (overridden from {decision.computed} by {override.role})" if override else ""))  # fmt: skip
     for reason in decision.reasons:

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from packets.errors import UsageError
-from packets.files import atomic_write
-from packets.load import load_packet
+from packets.files import PASSPHRASE, FileRefused, read_regular
+from packets.load import LoadedPacket, load_packet
 from packets.schema import ALL_ROLES
 from packets.signing.approval import DECISIONS
 from packets.signing.ssherrors import AgentError, KeyLoadError
@@ -44,8 +44,11 @@ def _passphrase(args: argparse.Namespace):
     def ask(prompt: str) -> str:
         if args.passphrase_file is not None:
             try:
-                return args.passphrase_file.read_text(encoding="utf-8").splitlines()[0]
-            except (OSError, IndexError, UnicodeDecodeError):
+                raw = read_regular(args.passphrase_file, PASSPHRASE)
+                return raw.decode("utf-8").splitlines()[0]
+            except FileRefused as exc:
+                raise UsageError(f"cannot read a passphrase: {exc}") from None
+            except (IndexError, UnicodeDecodeError):
                 raise UsageError(f"{args.passphrase_file}: cannot read a passphrase") from None
         if not sys.stdin.isatty():
             raise UsageError("the key is encrypted: run in a terminal or use --passphrase-file")
@@ -54,17 +57,23 @@ def _passphrase(args: argparse.Namespace):
     return ask
 
 
-def run(args: argparse.Namespace) -> int:
+def _refuse_blocked(loaded: LoadedPacket, decision: str) -> None:
     from packets.review.guards import blocking, review_guards
+
+    blocked = blocking(review_guards(loaded.packet))
+    if blocked and decision != "reject":  # an owner may always sign a rejection
+        lines = "; ".join(f"{g.id}: {g.detail}" for g in blocked)
+        raise UsageError(f"signing refused: review guards block ({lines})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from packets.review.writing import same_body, update_packet_file
     from packets.signing.keyfiles import load_private_key, read_public_key_blob
     from packets.signing.sshagent import agent_signer
     from packets.signoff import sign_packet
 
-    loaded = load_packet(args.packet)
-    blocked = blocking(review_guards(loaded.packet))
-    if blocked and args.decision != "reject":  # an owner may always sign a rejection
-        lines = "; ".join(f"{g.id}: {g.detail}" for g in blocked)
-        raise UsageError(f"signing refused: review guards block ({lines})")
+    loaded = load_packet(args.packet)  # refusals come before any passphrase prompt
+    _refuse_blocked(loaded, args.decision)
     try:
         if args.agent:
             blob = read_public_key_blob(args.key) if args.key else None
@@ -73,10 +82,27 @@ def run(args: argparse.Namespace) -> int:
             key = load_private_key(args.key, _passphrase(args))
         else:
             raise UsageError("give --key KEY, or --agent to sign with ssh-agent")
-        new = sign_packet(loaded, args.role, key, principal=args.principal, decision=args.decision)
-    except (KeyLoadError, AgentError, ValueError) as exc:
+    except (KeyLoadError, AgentError) as exc:
         raise UsageError(str(exc)) from None
-    atomic_write(args.packet, new)
+
+    def sign_current(current: LoadedPacket) -> bytes:
+        """Sign the file as it is under the lock: other owners' signatures made meanwhile are
+        kept; a body changed since it was first read is refused (the owner approves what they
+        were shown, never bytes they have not seen)."""
+        if not same_body(current.raw, loaded.raw):
+            raise UsageError(
+                f"{args.packet}: its body changed on disk while signing (another writer); "
+                "nothing signed: review it and sign again"
+            )
+        _refuse_blocked(current, args.decision)
+        try:
+            return sign_packet(
+                current, args.role, key, principal=args.principal, decision=args.decision
+            )
+        except (AgentError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+
+    update_packet_file(args.packet, sign_current)
     principal = next(o.principal for o in loaded.packet.owners if o.role == args.role)
     print(f"{args.packet}: signed as {args.role} ({principal}), decision {args.decision}")
     return 0

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.keep_triggers and triggers):
         triggers = default_triggers(loaded.packet, matrix)
     packet = with_outputs(loaded.packet, validation_matrix=matrix, rollback_triggers=triggers)
-    write_packet(loaded, packet)
+    write_packet(loaded, packet, doing="validating")
     cand = [c for c in matrix.cells if c.config == matrix.candidate]
     missed = sum(not c.sla_ok for c in cand)
     print(f"{len(matrix.cells)} cells; candidate {matrix.candidate} meets the SLA in "
