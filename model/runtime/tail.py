@@ -139,8 +139,10 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
         row["imbalance"] = float(np.mean(imb[sel]))
         row["queueing"] = float(np.mean(wait[sel])) - row["batching"] - row["imbalance"]
         for name, per_batch in parts.items():
-            if idx is None:  # mean over requests = count-weighted mean over batches
-                row[name] = float(np.dot(per_batch, per_batch_count) / n)
+            if idx is None:  # mean over requests = count-weighted mean over batches, summed
+                # by numpy's fixed pairwise order: np.dot would hand it to BLAS, whose thread
+                # count changes the summation order and so the last digits
+                row[name] = float(np.sum(per_batch * per_batch_count) / n)
             else:
                 row[name] = float(np.mean(per_batch[batch_of[idx]]))
         out.append({k: row[k] for k in ("requests", "latency", *COMPONENTS, "spill")})
