@@ -19,8 +19,8 @@ from itertools import combinations
 import numpy as np
 
 from model.runtime.inputs import Fallback, RuntimeConfig
-from model.runtime.simulate import RuntimeResult, simulate
-from model.runtime.stats import measured
+from model.runtime.simulate import RuntimeResult, simulate_latency_ms
+from model.runtime.stats import measured, measured_latency_ms, measured_wait_ms
 from model.service import ServiceTable
 
 COMPONENTS = (
@@ -54,17 +54,24 @@ def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:
     return cumulative[i] + idle[i] * np.maximum(x - times[i], 0.0)
 
 
-def imbalance_ms(result: RuntimeResult) -> np.ndarray | None:
-    """Per-request time spent waiting for a core while another core was idle, ms; None for
-    central-queue, where it is 0 by construction (every queue is served by every core)."""
+def imbalance_ms(
+    result: RuntimeResult, sel: slice | np.ndarray = slice(None)
+) -> np.ndarray | None:
+    """Time each request `sel` selects spent waiting for a core while another core was idle,
+    ms; None for central-queue, where it is 0 by construction (every queue is served by every
+    core). Per-request arrays are gathered here and dropped (none is kept on the result)."""
     if result.config.placement == "central-queue":
         return None
-    req = result.requests
+    req, b = result.requests, result.batches
     times, cumulative, idle = idle_core_time(result)
-    core_wait_from = req.arrival_ms + req.batching_wait_ms
-    waited = _idle_until(req.start_ms, times, cumulative, idle)
+    arrival = req.arrival_ms[sel]
+    start = req.of_batch(b.start_ms, sel)
+    wait = start - arrival
+    batching = np.minimum(np.maximum(req.of_batch(b.ready_ms, sel) - arrival, 0.0), wait)
+    core_wait_from = arrival + batching
+    waited = _idle_until(start, times, cumulative, idle)
     waited -= _idle_until(core_wait_from, times, cumulative, idle)
-    return np.clip(waited, 0.0, req.queue_wait_ms - req.batching_wait_ms)
+    return np.clip(waited, 0.0, wait - batching)
 
 
 def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
@@ -119,7 +126,7 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
     """
     req = result.requests
     m = measured(result)
-    latency = req.finish_ms[m] - req.arrival_ms[m]
+    latency = measured_latency_ms(result)
     n = len(latency)
     k_max = max(1, math.ceil(max(fractions) * n))
     widest = np.argpartition(latency, n - k_max)[n - k_max :]
@@ -127,9 +134,9 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
     groups = [order[: max(1, math.ceil(f * n))] for f in fractions]
     batch_of = req.batch[m]
     per_batch_count = np.bincount(batch_of, minlength=len(result.batches.start_ms))
-    imbalance = imbalance_ms(result)
-    wait, batching = req.queue_wait_ms[m], req.batching_wait_ms[m]
-    imb = np.zeros(n) if imbalance is None else imbalance[m]
+    imbalance = imbalance_ms(result, m)
+    wait, batching = measured_wait_ms(result)
+    imb = np.zeros(n) if imbalance is None else imbalance
     parts = batch_parts(result)
     out = []
     for idx in [*groups, None]:
@@ -230,16 +237,13 @@ def counterfactual_attribution(
     for size in range(len(drivers) + 1):  # 2^k runs over the k active drivers
         for subset in combinations(drivers, size):
             off = frozenset(subset)
-            if off:
+            if off:  # latencies only: no per-batch trace or timeline alongside the run's own
                 cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-                run = simulate(
-                    cfg, tab, all_compiled_table=all_compiled_table, stream=result.stream
-                )
+                latency = simulate_latency_ms(cfg, tab, result.stream)[measured(result)]
             else:
-                run = result
-            m = measured(run)
-            latency = (run.requests.finish_ms - run.requests.arrival_ms)[m]
+                latency = measured_latency_ms(result)
             p95[off], p99[off] = (float(q) for q in np.percentile(latency, [95.0, 99.0]))
+            del latency  # before the next run: one run's latencies alive at a time
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
     everything = frozenset(drivers)
     if result.pinned or all_compiled_table is not None:
