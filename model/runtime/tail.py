@@ -54,9 +54,7 @@ def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:
     return cumulative[i] + idle[i] * np.maximum(x - times[i], 0.0)
 
 
-def imbalance_ms(
-    result: RuntimeResult, sel: slice | np.ndarray = slice(None)
-) -> np.ndarray | None:
+def imbalance_ms(result: RuntimeResult, sel: slice | np.ndarray = slice(None)) -> np.ndarray | None:
     """Time each request `sel` selects spent waiting for a core while another core was idle,
     ms; None for central-queue, where it is 0 by construction (every queue is served by every
     core). Per-request arrays are gathered here and dropped (none is kept on the result)."""
