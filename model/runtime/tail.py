@@ -41,17 +41,30 @@ def idle_core_time(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray, np.nd
     from each time on). A pooled queue would have used such a core at once."""
     b = result.batches
     times = np.concatenate([b.start_ms, b.finish_ms])
-    delta = np.concatenate([np.ones(len(b.start_ms)), -np.ones(len(b.finish_ms))])
+    nb = len(b.start_ms)
+    delta = np.concatenate([np.ones(nb, np.int8), np.full(nb, -1, np.int8)])  # +1 start, -1 end
     order = np.argsort(times, kind="stable")
-    times, busy = times[order], np.cumsum(delta[order])
+    times = times[order]
+    busy = np.cumsum(delta[order], dtype=np.int64)  # exact: busy cores after each event
+    del order, delta
     idle = (busy < int(result.config.hardware.cores)).astype(np.float64)
+    del busy
     cumulative = np.concatenate([[0.0], np.cumsum(idle[:-1] * np.diff(times))])
     return times, cumulative, idle
 
 
 def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:
-    i = np.maximum(np.searchsorted(times, x, side="right") - 1, 0)
-    return cumulative[i] + idle[i] * np.maximum(x - times[i], 0.0)
+    """Idle-core time accumulated until each time in x, ms: cumulative[i] + idle[i] *
+    max(x - times[i], 0) at the last event i at or before x, computed in place (one array of x's
+    length alive besides the index; same bits: + and * commute exactly)."""
+    i = np.searchsorted(times, x, side="right")
+    i -= 1
+    np.maximum(i, 0, out=i)
+    out = x - times[i]
+    np.maximum(out, 0.0, out=out)
+    out *= idle[i]
+    out += cumulative[i]
+    return out
 
 
 def imbalance_ms(result: RuntimeResult, sel: slice | np.ndarray = slice(None)) -> np.ndarray | None:
@@ -64,12 +77,16 @@ def imbalance_ms(result: RuntimeResult, sel: slice | np.ndarray = slice(None)) -
     times, cumulative, idle = idle_core_time(result)
     arrival = req.arrival_ms[sel]
     start = req.of_batch(b.start_ms, sel)
-    wait = start - arrival
-    batching = np.minimum(np.maximum(req.of_batch(b.ready_ms, sel) - arrival, 0.0), wait)
-    core_wait_from = arrival + batching
     waited = _idle_until(start, times, cumulative, idle)
-    waited -= _idle_until(core_wait_from, times, cumulative, idle)
-    return np.clip(waited, 0.0, wait - batching)
+    wait = start - arrival
+    del start
+    batching = req.of_batch(b.ready_ms, sel) - arrival
+    np.maximum(batching, 0.0, out=batching)
+    np.minimum(batching, wait, out=batching)
+    waited -= _idle_until(arrival + batching, times, cumulative, idle)
+    wait -= batching  # the wait for a core: the upper bound
+    del batching
+    return np.clip(waited, 0.0, wait, out=waited)
 
 
 def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
