@@ -441,12 +441,14 @@ def simulate_kernel(
 
 def warm_up() -> None:
     """Compile (or load from cache) the kernels on a tiny run, so the app's first frame never
-    waits on numba: call it from a background worker at start-up."""
+    waits on numba: call it from a background worker at start-up. The argument types must be
+    the ones `model.runtime.simulate.run_kernel` passes (else the first real run compiles again;
+    tests/runtime/test_memory.py checks)."""
     n = 4
     fifo_kernel(
         np.arange(1.0, n + 1.0),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.int64),
+        np.zeros(n, np.int32),
+        np.zeros(n, np.int32),
         np.ones(n),
         np.zeros(1, np.bool_),
         0.0,
@@ -455,9 +457,9 @@ def warm_up() -> None:
     )
     simulate_kernel(
         np.arange(1.0, n + 1.0),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.int64),
+        np.zeros(n, np.int32),  # req_col, req_sub, req_base: int32 as model.runtime.queues
+        np.zeros(n, np.int32),
+        np.zeros(n, np.int32),
         np.ones(n),
         np.ones(n),
         False,

@@ -93,3 +93,23 @@ def test_run_memory_per_request_is_within_the_cap_budget(tmp_path: Path) -> None
     peak = peak_rss_bytes("run", str(packet), "--requests", str(n), "--json")
     budget = (TARGET_BYTES - fixed) / MAX_REQUESTS
     assert (peak - fixed) / n <= budget, f"{(peak - fixed) / n:.0f} bytes/request > {budget:.0f}"
+
+
+def test_warm_up_compiles_the_signatures_real_runs_use() -> None:
+    """The int32 index arrays: warm_up must compile the kernels for the types runs pass, or the
+    app's first real run would wait on a second numba compile."""
+    from model.runtime.kernel import fifo_kernel, simulate_kernel, warm_up
+
+    warm_up()
+    rng = np.random.default_rng(2)
+    table = random_table(rng, 2, (64, 128), (64,))
+    for placement, pinned in itertools.product(PLACEMENTS, (False, True)):
+        cfg = table_config(table, cores=2, rate_per_s=1500.0, weights=(1, 1), requests=200,
+                           seed=1, placement=placement, max_batch=1 if pinned else 2,
+                           bucketing=placement == "random")  # fmt: skip
+        if pinned:
+            cfg = dataclasses.replace(cfg, service=ServiceSpec("distribution", "exponential", 1.0))
+        simulate(cfg, table)
+        simulate_latency_ms(cfg, table, simulate(cfg, table).stream)
+    assert len(simulate_kernel.signatures) == 1, simulate_kernel.signatures
+    assert len(fifo_kernel.signatures) == 1, fifo_kernel.signatures
