@@ -125,11 +125,18 @@ def simulate_kernel(
     overhead_ms,
     contention,
     hbm_bytes_per_ms,
+    timeline,
 ):
     """Simulate one run. Returns per-request batch ids, per-batch arrays and the HBM timeline.
 
     req_sub, req_base and req_est are only read when they matter (more than one sub-queue,
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
+    With `timeline` False the HBM demand timeline is not recorded (n_timeline stays 1): runs
+    that only need latencies (the counterfactuals) save its 16 bytes per entry.
+
+    Memory: the per-batch arrays are sized for the worst case (one batch per request) but
+    allocated empty and written only up to n_batches, so the operating system backs only the
+    pages written; indices are int32 (a run is capped at 10M requests, far below 2**31).
 
     Returns (req_batch, b_start, b_ready, b_mem_start, b_finish, b_core, b_size, b_col,
     b_lead, b_stall, b_compute, b_memory, b_slowed, b_level, n_batches, tl_time, tl_demand,
@@ -142,7 +149,7 @@ def simulate_kernel(
     n_lanes = n_base * n_sub
     n_cols = col_fallback.shape[0]
 
-    nxt = np.full(n, -1, np.int64)
+    nxt = np.full(n, -1, np.int32)
     head = np.full(n_lanes, -1, np.int64)
     tail = np.full(n_lanes, -1, np.int64)
     count = np.zeros(n_lanes, np.int64)
@@ -162,22 +169,24 @@ def simulate_kernel(
     compile_started = np.zeros(n_cols, np.bool_)
     compile_done = np.zeros(n_cols)
 
-    req_batch = np.full(n, -1, np.int64)
-    b_start = np.zeros(n)
-    b_ready = np.zeros(n)
-    b_mem_start = np.zeros(n)
-    b_finish = np.zeros(n)
-    b_core = np.zeros(n, np.int64)
-    b_size = np.zeros(n, np.int64)
-    b_col = np.zeros(n, np.int64)
-    b_lead = np.zeros(n, np.int64)
-    b_stall = np.zeros(n)
-    b_compute = np.zeros(n)  # stretchable compute-bound time (0 when folded into the fixed)
-    b_memory = np.zeros(n)
-    b_slowed = np.zeros(n, np.bool_)  # a compute or memory phase ever ran below its own speed
-    b_level = np.zeros(n, np.int64)  # table level: cores busy at dispatch - 1
+    req_batch = np.full(n, -1, np.int32)
+    # Per-batch arrays: every entry below n_batches is written at dispatch or completion.
+    b_start = np.empty(n)
+    b_ready = np.empty(n)
+    b_mem_start = np.empty(n)
+    b_finish = np.empty(n)
+    b_core = np.empty(n, np.int32)
+    b_size = np.empty(n, np.int32)
+    b_col = np.empty(n, np.int32)
+    b_lead = np.empty(n, np.int32)
+    b_stall = np.empty(n)
+    b_compute = np.empty(n)  # stretchable compute-bound time (0 when folded into the fixed)
+    b_memory = np.empty(n)
+    b_slowed = np.empty(n, np.bool_)  # a compute or memory phase ever ran below its own speed
+    b_level = np.empty(n, np.int32)  # table level: cores busy at dispatch - 1
     n_levels = launch_tab.shape[0]
-    tl_size = 1 if dist_mode else 3 * n + 1  # pinned service has no memory phases
+    # pinned service has no memory phases
+    tl_size = 3 * n + 1 if timeline and not dist_mode else 1
     tl_time = np.empty(tl_size)  # only the first n_tl entries are written and read
     tl_demand = np.empty(tl_size)
     tl_time[0] = 0.0
@@ -278,9 +287,10 @@ def simulate_kernel(
                     for q in range(n_cores):
                         if rate[q] < 1.0:
                             b_slowed[core_batch[q]] = True
-                tl_time[n_tl] = t
-                tl_demand[n_tl] = total
-                n_tl += 1
+                if timeline:
+                    tl_time[n_tl] = t
+                    tl_demand[n_tl] = total
+                    n_tl += 1
         elif t_arr <= t_d:
             # ---- request i_next arrives
             i = i_next
@@ -397,6 +407,7 @@ def simulate_kernel(
             b_compute[b] = comp
             b_memory[b] = mem
             b_level[b] = level
+            b_slowed[b] = False
             phase[k] = FIXED
             core_batch[k] = b
             fixed_end[k] = t + fixed
@@ -430,12 +441,14 @@ def simulate_kernel(
 
 def warm_up() -> None:
     """Compile (or load from cache) the kernels on a tiny run, so the app's first frame never
-    waits on numba: call it from a background worker at start-up."""
+    waits on numba: call it from a background worker at start-up. The argument types must be
+    the ones `model.runtime.simulate.run_kernel` passes (else the first real run compiles again;
+    tests/runtime/test_memory.py checks)."""
     n = 4
     fifo_kernel(
         np.arange(1.0, n + 1.0),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.int64),
+        np.zeros(n, np.int32),
+        np.zeros(n, np.int32),
         np.ones(n),
         np.zeros(1, np.bool_),
         0.0,
@@ -444,9 +457,9 @@ def warm_up() -> None:
     )
     simulate_kernel(
         np.arange(1.0, n + 1.0),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.int64),
+        np.zeros(n, np.int32),  # req_col, req_sub, req_base: int32 as model.runtime.queues
+        np.zeros(n, np.int32),
+        np.zeros(n, np.int32),
         np.ones(n),
         np.ones(n),
         False,
@@ -468,6 +481,7 @@ def warm_up() -> None:
         0.0,
         True,
         1.0,
+        True,
     )
 
 
@@ -483,7 +497,7 @@ def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms,
     free = np.zeros(n_cores)
     start = np.empty(n)
     finish = np.empty(n)
-    core = np.empty(n, np.int64)
+    core = np.empty(n, np.int32)
     for i in range(n):
         if pooled:
             k = 0

@@ -40,11 +40,12 @@ class QueuePlan:
     """Which queue (lane) each request joins and which cores serve each lane (see the kernel).
 
     Attributes:
-        req_col: (N,) int64 column of each request's shape in ShapeColumns.
-        req_sub: (N,) int64 sub-queue (compiled bucket, fallback last) when bucketing; a
+        req_col: (N,) int32 column of each request's shape in ShapeColumns.
+        req_sub: (N,) int32 sub-queue (compiled bucket, fallback last) when bucketing; a
             1-element placeholder otherwise.
-        req_base: (N,) int64 base lane: the core (round-robin, random) or the affinity group;
+        req_base: (N,) int32 base lane: the core (round-robin, random) or the affinity group;
             a 1-element placeholder for central-queue and least-loaded (decides at arrival).
+        (int32: 4 bytes per request each; a run is capped far below 2**31 requests.)
         req_est_ms: (N,) float64 work estimate of each request, ms (least-loaded only; else a
             1-element placeholder).
         n_sub: number of sub-queues per base lane.
@@ -134,19 +135,19 @@ def _affinity_lanes(config, columns, group_of_col, req_col):
     groups = group_of_col[value_cols]
     work = np.bincount(groups, weights=weights, minlength=int(group_of_col.max()) + 1)
     present = np.unique(groups[np.asarray(config.workload.shapes.weights) > 0])
-    base = np.searchsorted(present, group_of_col[req_col]).astype(np.int64)
+    base = np.searchsorted(present, group_of_col)[req_col].astype(np.int32)
     return base, affinity_core_sets(work[present], int(config.hardware.cores))
 
 
 def plan_queues(config: RuntimeConfig, columns: ShapeColumns, stream: RequestStream) -> QueuePlan:
     """Assign every request to its lane (or, for least-loaded, its sub-queue and estimate)."""
     cores = int(config.hardware.cores)
-    req_col = np.searchsorted(columns.shapes, stream.seq_len).astype(np.int64)
+    req_col = np.searchsorted(columns.shapes, stream.seq_len).astype(np.int32)
     n_buckets = int(columns.bucket.max()) + 1 if len(columns.bucket) else 0
     group_of_col = np.where(columns.fallback, n_buckets, columns.bucket)  # fallback group last
-    placeholder = np.zeros(1, np.int64)  # the kernels skip arrays that cannot matter
+    placeholder = np.zeros(1, np.int32)  # the kernels skip arrays that cannot matter
     if config.batch_policy.bucketing:
-        req_sub, n_sub = group_of_col[req_col], n_buckets + 1
+        req_sub, n_sub = group_of_col.astype(np.int32)[req_col], n_buckets + 1
     else:
         req_sub, n_sub = placeholder, 1
     big_b = int(config.batch_policy.max_batch)
@@ -166,7 +167,7 @@ def plan_queues(config: RuntimeConfig, columns: ShapeColumns, stream: RequestStr
         base, sets = _affinity_lanes(config, columns, group_of_col, req_col)
     else:
         if placement == "round-robin":
-            base = np.arange(len(req_col), dtype=np.int64) % cores
+            base = np.arange(len(req_col), dtype=np.int32) % np.int32(cores)
         elif placement == "random":
             base = stream.placement_draw % cores
         else:  # least-loaded decides at arrival
@@ -175,8 +176,8 @@ def plan_queues(config: RuntimeConfig, columns: ShapeColumns, stream: RequestStr
     ptr = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
     return QueuePlan(
         req_col=req_col,
-        req_sub=np.ascontiguousarray(req_sub, dtype=np.int64),
-        req_base=np.ascontiguousarray(base, dtype=np.int64),
+        req_sub=np.ascontiguousarray(req_sub, dtype=np.int32),
+        req_base=np.ascontiguousarray(base, dtype=np.int32),
         req_est_ms=np.ascontiguousarray(est, dtype=np.float64),
         n_sub=int(n_sub),
         lane_core_ptr=ptr,

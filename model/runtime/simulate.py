@@ -7,7 +7,7 @@ per-batch arrays plus the HBM demand timeline. Semantics are in model/runtime/RE
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -31,27 +31,60 @@ class RequestTrace:
     """Per-request outcome, sorted by arrival. Times in ms.
 
     Attributes:
-        arrival_ms, start_ms, finish_ms: arrival, service start (its batch's dispatch) and
-            completion.
-        ready_ms: when the request's batch was ready to go (full, or its timer expired).
+        arrival_ms: (N,) float64 arrival.
         seq_len: (N,) int64 runtime shape.
-        batch, core: (N,) int64 batch id and core that served it.
-        fallback: (N,) bool, the request's batch ran the generic (fallback) path.
-        stretch_ms: contention stretch of the request's batch.
-    Derived on first use: queue_wait_ms (start - arrival, batching wait included),
-    batching_wait_ms (the part until the batch was ready, or service start if sooner) and
-    service_ms (finish - start).
+        batch: (N,) int32 batch id of each request (its row in `batches`).
+        batches: the per-batch outcome the per-request views below gather from.
+        identity: request i is batch i (the single-request FIFO path: views, no gathers).
+    Gathered from the request's batch on first use, then kept (8 bytes per request each; the
+    run's statistics use `of_batch` instead, which keeps nothing: model/runtime/README.md
+    "Memory"): start_ms (service start: its batch's dispatch), finish_ms (completion),
+    ready_ms (when its batch was ready to go: full, or its timer expired), core, fallback (its
+    batch ran the generic path), stretch_ms (contention stretch of its batch). Derived on first
+    use: queue_wait_ms (start - arrival, batching wait included), batching_wait_ms (the part
+    until the batch was ready, or service start if sooner) and service_ms (finish - start).
     """
 
     arrival_ms: np.ndarray
     seq_len: np.ndarray
     batch: np.ndarray
-    core: np.ndarray
-    start_ms: np.ndarray
-    finish_ms: np.ndarray
-    ready_ms: np.ndarray
-    fallback: np.ndarray
-    stretch_ms: np.ndarray
+    batches: BatchTrace = field(repr=False, compare=False)
+    identity: bool = False
+
+    def of_batch(self, per_batch: np.ndarray, sel: slice | np.ndarray = slice(None)):
+        """Per-request values of a per-batch array for the requests `sel` selects, in request
+        order: a fresh array (a view on the single-request path), never kept on the trace."""
+        return per_batch[sel] if self.identity else per_batch[self.batch[sel]]
+
+    @cached_property
+    def start_ms(self) -> np.ndarray:
+        """Service start (its batch's dispatch), ms."""
+        return self.of_batch(self.batches.start_ms)
+
+    @cached_property
+    def finish_ms(self) -> np.ndarray:
+        """Completion, ms."""
+        return self.of_batch(self.batches.finish_ms)
+
+    @cached_property
+    def ready_ms(self) -> np.ndarray:
+        """When the request's batch was ready to go (full, or its timer expired), ms."""
+        return self.of_batch(self.batches.ready_ms)
+
+    @cached_property
+    def core(self) -> np.ndarray:
+        """Core that served the request."""
+        return self.of_batch(self.batches.core)
+
+    @cached_property
+    def fallback(self) -> np.ndarray:
+        """The request's batch ran the generic (fallback) path."""
+        return self.of_batch(self.batches.fallback)
+
+    @cached_property
+    def stretch_ms(self) -> np.ndarray:
+        """Contention stretch of the request's batch, ms."""
+        return self.of_batch(self.batches.stretch_ms)
 
     @cached_property
     def queue_wait_ms(self) -> np.ndarray:
@@ -165,7 +198,7 @@ class RuntimeResult:
 class KernelOutput:
     """Raw per-batch arrays of one kernel run (see model.runtime.kernel), n_batches long."""
 
-    req_batch: np.ndarray
+    req_batch: np.ndarray  # int32 batch of each request
     start: np.ndarray
     ready: np.ndarray
     memory_start: np.ndarray
@@ -203,8 +236,10 @@ def run_kernel(
     stream: RequestStream,
     *,
     allow_fifo: bool = True,
+    timeline: bool = True,
 ) -> KernelOutput:
-    """Run the event loop (or, where it applies, the equivalent single-request FIFO loop)."""
+    """Run the event loop (or, where it applies, the equivalent single-request FIFO loop);
+    `timeline` False skips recording the HBM demand timeline (latency-only runs)."""
     from model.runtime.kernel import fifo_kernel, simulate_kernel  # numba loads only here
 
     arrival = np.ascontiguousarray(stream.arrival_ms, dtype=np.float64)
@@ -219,7 +254,7 @@ def run_kernel(
             int(config.hardware.cores), pooled,
         )  # fmt: skip
         zeros = np.zeros(n)  # lazily allocated by the OS: free until written
-        ids = np.arange(n, dtype=np.int64)
+        ids = np.arange(n, dtype=np.int32)
         return KernelOutput(
             req_batch=ids,
             start=start,
@@ -227,13 +262,13 @@ def run_kernel(
             memory_start=finish,
             finish=finish,
             core=core,
-            size=np.broadcast_to(np.int64(1), (n,)),  # read-only view, no memory
+            size=np.broadcast_to(np.int32(1), (n,)),  # read-only view, no memory
             col=plan.req_col,
             lead=ids,
             stall=zeros,
             memory=zeros,
             slowed=np.zeros(n, np.bool_),
-            level=np.zeros(n, np.int64),
+            level=np.zeros(n, np.int32),
             timeline_ms=np.zeros(1),
             timeline_demand=np.zeros(1),
             identity=True,
@@ -253,7 +288,7 @@ def run_kernel(
         plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
         plan.lane_core_idx, big_b, float(config.batch_policy.max_queue_delay_ms),
         table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
-        overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6,
+        overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6, timeline,
     )  # fmt: skip
     nb, n_tl = int(out[14]), int(out[17])
     if np.any(out[0] < 0):
@@ -307,13 +342,13 @@ def simulate(
         table = None
     if stream is None:
         stream = generate_requests(config.workload, config.service, config.seed)
-    columns = shape_columns(config, table)
-    plan = plan_queues(config, columns, stream)
-    out = run_kernel(config, table, columns, plan, stream, allow_fifo=allow_fifo)
+    columns, out = _run(config, table, stream, allow_fifo=allow_fifo, timeline=True)
     batches = _batch_trace(config, table, all_compiled_table, columns, stream, out)
     return RuntimeResult(
         config=config,
-        requests=_request_trace(stream, out, batches),
+        requests=RequestTrace(
+            stream.arrival_ms, stream.seq_len, out.req_batch, batches, identity=out.identity
+        ),
         batches=batches,
         hbm=HbmTimeline(
             time_ms=out.timeline_ms,
@@ -324,6 +359,35 @@ def simulate(
         first_measured=int(config.workload.warmup_fraction * len(stream.arrival_ms)),
         pinned=pinned,
         fallback_cost_known=pinned or all_compiled_table is not None,
+    )
+
+
+def simulate_latency_ms(
+    config: RuntimeConfig,
+    table: ServiceTable | None,
+    stream: RequestStream,
+    *,
+    allow_fifo: bool = True,
+) -> np.ndarray:
+    """(N,) latency (finish - arrival) of every request, ms: the same event loop as `simulate`
+    (so the same values to the last bit), without the per-batch trace, the HBM timeline or the
+    per-request arrays. What the counterfactual re-runs need: their percentiles."""
+    if config.service.source == "distribution":
+        table = None
+    elif table is None:
+        raise ValueError("service.source is model but no service table was given")
+    _, out = _run(config, table, stream, allow_fifo=allow_fifo, timeline=False)
+    finish = out.finish if out.identity else out.finish[out.req_batch]
+    finish -= stream.arrival_ms  # in place: a gather is a fresh array; the FIFO path's is ours
+    return finish
+
+
+def _run(config, table, stream, *, allow_fifo: bool, timeline: bool):
+    """(shape columns, kernel output) of one run; the queue plan is dropped on return."""
+    columns = shape_columns(config, table)
+    plan = plan_queues(config, columns, stream)
+    return columns, run_kernel(
+        config, table, columns, plan, stream, allow_fifo=allow_fifo, timeline=timeline
     )
 
 
@@ -389,23 +453,4 @@ def _batch_trace(config, table, all_compiled_table, columns, stream, out: Kernel
         memory_bound_bytes=np.asarray(traffic[1], np.float64),
         spill_bytes=np.asarray(traffic[2], np.float64),
         launches=np.asarray(traffic[3], np.int64),
-    )
-
-
-def _request_trace(stream: RequestStream, out: KernelOutput, batches: BatchTrace):
-    """Per-request arrays: gathers from the batches (none needed on the FIFO path)."""
-
-    def per_request(x):
-        return x if out.identity else x[out.req_batch]
-
-    return RequestTrace(
-        arrival_ms=stream.arrival_ms,
-        seq_len=stream.seq_len,
-        batch=out.req_batch,
-        core=per_request(batches.core),
-        start_ms=per_request(batches.start_ms),
-        finish_ms=per_request(batches.finish_ms),
-        ready_ms=per_request(batches.ready_ms),
-        fallback=per_request(batches.fallback),
-        stretch_ms=per_request(batches.stretch_ms),
     )

@@ -2,7 +2,8 @@
 
 Statistics skip the warm-up (the first `warmup_fraction` of requests by arrival). The
 measurement window runs from the first measured arrival to the last measured completion.
-Times in ms.
+Times in ms. Per-request figures are gathered from the batches for the measured requests and
+dropped after use (`measured_latency_ms` and friends), never kept on the result.
 """
 
 from __future__ import annotations
@@ -33,11 +34,27 @@ def measured(result: RuntimeResult) -> slice:
     return slice(result.first_measured, None)
 
 
+def measured_latency_ms(result: RuntimeResult) -> np.ndarray:
+    """(M,) finish - arrival of the measured requests, ms (a fresh array)."""
+    req, m = result.requests, measured(result)
+    return req.of_batch(result.batches.finish_ms, m) - req.arrival_ms[m]
+
+
+def measured_wait_ms(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray]:
+    """(queue wait, batching wait) of the measured requests, ms (fresh arrays): start -
+    arrival, and its part until the batch was ready (or service start if sooner)."""
+    req, m = result.requests, measured(result)
+    arrival = req.arrival_ms[m]
+    wait = req.of_batch(result.batches.start_ms, m) - arrival
+    ready = req.of_batch(result.batches.ready_ms, m)
+    return wait, np.minimum(np.maximum(ready - arrival, 0.0), wait)
+
+
 def window_ms(result: RuntimeResult) -> tuple[float, float]:
     """(start, end) of the measurement window, ms."""
     req = result.requests
     m = measured(result)
-    return float(req.arrival_ms[m][0]), float(np.max(req.finish_ms[m]))
+    return float(req.arrival_ms[m][0]), float(np.max(req.of_batch(result.batches.finish_ms, m)))
 
 
 def throughput_per_s(result: RuntimeResult) -> float:
@@ -99,8 +116,8 @@ def fallback_cost(result: RuntimeResult) -> dict[str, float | int | bool]:
     """Fallback rate and cost: stall and generic-path extra time per measured request, ms."""
     req, b = result.requests, result.batches
     m = measured(result)
-    cost = (b.stall_ms + b.fallback_extra_ms)[req.batch[m]]
-    fb = req.fallback[m]
+    cost = req.of_batch(b.stall_ms + b.fallback_extra_ms, m)
+    fb = req.of_batch(b.fallback, m)
     started = b.stall_ms > 0
     return {
         "rate": float(np.mean(fb)),
@@ -119,7 +136,7 @@ def launches_per_request(result: RuntimeResult) -> float | None:
         return None
     req, b = result.requests, result.batches
     m = measured(result)
-    return float(np.mean((b.launches / b.size)[req.batch[m]]))
+    return float(np.mean(req.of_batch(b.launches / b.size, m)))
 
 
 def headline(result: RuntimeResult) -> dict:
@@ -129,7 +146,10 @@ def headline(result: RuntimeResult) -> dict:
     util = core_utilization(result)
     sla = result.config.sla
     thr = throughput_per_s(result)
-    latency = describe_ms(req.finish_ms[m] - req.arrival_ms[m], with_max=True)
+    latency = describe_ms(measured_latency_ms(result), with_max=True)
+    queue_wait = describe_ms(req.of_batch(result.batches.start_ms, m) - req.arrival_ms[m])
+    b = result.batches
+    service = describe_ms(req.of_batch(b.finish_ms - b.start_ms, m))
 
     def ok(value: float, target: float | None, below: bool) -> bool | None:
         if target is None:
@@ -141,12 +161,12 @@ def headline(result: RuntimeResult) -> dict:
         "requests": len(req.arrival_ms),
         "measured_requests": len(req.arrival_ms) - result.first_measured,
         "latency_ms": latency,
-        "queue_wait_ms": describe_ms(req.queue_wait_ms[m]),
-        "service_ms": describe_ms(req.service_ms[m]),
+        "queue_wait_ms": queue_wait,
+        "service_ms": service,
         "throughput_per_s": thr,
         "core_utilization": [float(u) for u in util],
         "fairness_jain": jain_index(util),
-        "fallback_rate": float(np.mean(req.fallback[m])),
+        "fallback_rate": float(np.mean(req.of_batch(result.batches.fallback, m))),
         "launches_per_request": launches_per_request(result),
         "hbm_peak_demand_ratio": hbm_peak_demand_ratio(result),
         "hbm_oversubscribed_fraction": hbm_oversubscribed_fraction(result),
@@ -203,8 +223,8 @@ def runtime_profiles(
     result: RuntimeResult, *, bins: int = 40, cdf_points: int = 101, hbm_points: int = 400
 ) -> RuntimeProfiles:
     """Queue-wait histogram and CDF, batch-size counts, core utilization, HBM demand series."""
-    req, b = result.requests, result.batches
-    wait = req.queue_wait_ms[measured(result)]
+    b = result.batches
+    wait, _ = measured_wait_ms(result)
     counts, edges = np.histogram(wait, bins=bins)
     p = np.linspace(0.0, 1.0, cdf_points)
     t0, _ = window_ms(result)

@@ -19,8 +19,8 @@ from itertools import combinations
 import numpy as np
 
 from model.runtime.inputs import Fallback, RuntimeConfig
-from model.runtime.simulate import RuntimeResult, simulate
-from model.runtime.stats import measured
+from model.runtime.simulate import RuntimeResult, simulate_latency_ms
+from model.runtime.stats import measured, measured_latency_ms, measured_wait_ms
 from model.service import ServiceTable
 
 COMPONENTS = (
@@ -41,30 +41,52 @@ def idle_core_time(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray, np.nd
     from each time on). A pooled queue would have used such a core at once."""
     b = result.batches
     times = np.concatenate([b.start_ms, b.finish_ms])
-    delta = np.concatenate([np.ones(len(b.start_ms)), -np.ones(len(b.finish_ms))])
+    nb = len(b.start_ms)
+    delta = np.concatenate([np.ones(nb, np.int8), np.full(nb, -1, np.int8)])  # +1 start, -1 end
     order = np.argsort(times, kind="stable")
-    times, busy = times[order], np.cumsum(delta[order])
+    times = times[order]
+    busy = np.cumsum(delta[order], dtype=np.int64)  # exact: busy cores after each event
+    del order, delta
     idle = (busy < int(result.config.hardware.cores)).astype(np.float64)
+    del busy
     cumulative = np.concatenate([[0.0], np.cumsum(idle[:-1] * np.diff(times))])
     return times, cumulative, idle
 
 
 def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:
-    i = np.maximum(np.searchsorted(times, x, side="right") - 1, 0)
-    return cumulative[i] + idle[i] * np.maximum(x - times[i], 0.0)
+    """Idle-core time accumulated until each time in x, ms: cumulative[i] + idle[i] *
+    max(x - times[i], 0) at the last event i at or before x, computed in place (one array of x's
+    length alive besides the index; same bits: + and * commute exactly)."""
+    i = np.searchsorted(times, x, side="right")
+    i -= 1
+    np.maximum(i, 0, out=i)
+    out = x - times[i]
+    np.maximum(out, 0.0, out=out)
+    out *= idle[i]
+    out += cumulative[i]
+    return out
 
 
-def imbalance_ms(result: RuntimeResult) -> np.ndarray | None:
-    """Per-request time spent waiting for a core while another core was idle, ms; None for
-    central-queue, where it is 0 by construction (every queue is served by every core)."""
+def imbalance_ms(result: RuntimeResult, sel: slice | np.ndarray = slice(None)) -> np.ndarray | None:
+    """Time each request `sel` selects spent waiting for a core while another core was idle,
+    ms; None for central-queue, where it is 0 by construction (every queue is served by every
+    core). Per-request arrays are gathered here and dropped (none is kept on the result)."""
     if result.config.placement == "central-queue":
         return None
-    req = result.requests
+    req, b = result.requests, result.batches
     times, cumulative, idle = idle_core_time(result)
-    core_wait_from = req.arrival_ms + req.batching_wait_ms
-    waited = _idle_until(req.start_ms, times, cumulative, idle)
-    waited -= _idle_until(core_wait_from, times, cumulative, idle)
-    return np.clip(waited, 0.0, req.queue_wait_ms - req.batching_wait_ms)
+    arrival = req.arrival_ms[sel]
+    start = req.of_batch(b.start_ms, sel)
+    waited = _idle_until(start, times, cumulative, idle)
+    wait = start - arrival
+    del start
+    batching = req.of_batch(b.ready_ms, sel) - arrival
+    np.maximum(batching, 0.0, out=batching)
+    np.minimum(batching, wait, out=batching)
+    waited -= _idle_until(arrival + batching, times, cumulative, idle)
+    wait -= batching  # the wait for a core: the upper bound
+    del batching
+    return np.clip(waited, 0.0, wait, out=waited)
 
 
 def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
@@ -119,7 +141,7 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
     """
     req = result.requests
     m = measured(result)
-    latency = req.finish_ms[m] - req.arrival_ms[m]
+    latency = measured_latency_ms(result)
     n = len(latency)
     k_max = max(1, math.ceil(max(fractions) * n))
     widest = np.argpartition(latency, n - k_max)[n - k_max :]
@@ -127,9 +149,9 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
     groups = [order[: max(1, math.ceil(f * n))] for f in fractions]
     batch_of = req.batch[m]
     per_batch_count = np.bincount(batch_of, minlength=len(result.batches.start_ms))
-    imbalance = imbalance_ms(result)
-    wait, batching = req.queue_wait_ms[m], req.batching_wait_ms[m]
-    imb = np.zeros(n) if imbalance is None else imbalance[m]
+    imbalance = imbalance_ms(result, m)
+    wait, batching = measured_wait_ms(result)
+    imb = np.zeros(n) if imbalance is None else imbalance
     parts = batch_parts(result)
     out = []
     for idx in [*groups, None]:
@@ -139,8 +161,10 @@ def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str
         row["imbalance"] = float(np.mean(imb[sel]))
         row["queueing"] = float(np.mean(wait[sel])) - row["batching"] - row["imbalance"]
         for name, per_batch in parts.items():
-            if idx is None:  # mean over requests = count-weighted mean over batches
-                row[name] = float(np.dot(per_batch, per_batch_count) / n)
+            if idx is None:  # mean over requests = count-weighted mean over batches, summed
+                # by numpy's fixed pairwise order: np.dot would hand it to BLAS, whose thread
+                # count changes the summation order and so the last digits
+                row[name] = float(np.sum(per_batch * per_batch_count) / n)
             else:
                 row[name] = float(np.mean(per_batch[batch_of[idx]]))
         out.append({k: row[k] for k in ("requests", "latency", *COMPONENTS, "spill")})
@@ -228,16 +252,13 @@ def counterfactual_attribution(
     for size in range(len(drivers) + 1):  # 2^k runs over the k active drivers
         for subset in combinations(drivers, size):
             off = frozenset(subset)
-            if off:
+            if off:  # latencies only: no per-batch trace or timeline alongside the run's own
                 cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-                run = simulate(
-                    cfg, tab, all_compiled_table=all_compiled_table, stream=result.stream
-                )
+                latency = simulate_latency_ms(cfg, tab, result.stream)[measured(result)]
             else:
-                run = result
-            m = measured(run)
-            latency = (run.requests.finish_ms - run.requests.arrival_ms)[m]
+                latency = measured_latency_ms(result)
             p95[off], p99[off] = (float(q) for q in np.percentile(latency, [95.0, 99.0]))
+            del latency  # before the next run: one run's latencies alive at a time
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
     everything = frozenset(drivers)
     if result.pinned or all_compiled_table is not None:

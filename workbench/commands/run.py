@@ -8,6 +8,7 @@ from pathlib import Path
 
 from packets.errors import UsageError
 from packets.load import load_packet
+from packets.schema import MAX_REQUESTS
 
 from ..render import run_text
 
@@ -20,6 +21,16 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def check_request_cap(requests: int | None) -> None:
+    """Hold a --requests override to the packet's own cap on inputs.workload.requests (memory
+    grows linearly with it: model/runtime/README.md "Memory"). UsageError (exit 2) above it."""
+    if requests is not None and requests > MAX_REQUESTS:
+        raise UsageError(
+            f"--requests {requests} is over the cap of {MAX_REQUESTS} requests per run "
+            "(the limit on inputs.workload.requests); use several runs with other --seed values"
+        )
 
 
 def seed_int(text: str) -> int:
@@ -50,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from packets.runs import run_packet
 
+    check_request_cap(args.requests)
     loaded = load_packet(args.packet)
     try:
         report = run_packet(loaded, args.candidate, seed=args.seed, requests=args.requests)

@@ -9,7 +9,7 @@ from pathlib import Path
 from packets.errors import UsageError
 from packets.load import load_packet
 
-from .run import positive_int
+from .run import check_request_cap, positive_int
 
 
 def _factors(text: str) -> tuple[float, ...]:
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from packets.review.triggers import default_triggers
     from packets.review.writing import with_outputs, write_packet
 
+    check_request_cap(args.requests)
     loaded = load_packet(args.packet)
     mitigation = loaded.packet.outputs.mitigation
     if mitigation is None:
