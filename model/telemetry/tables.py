@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from model.telemetry.bounded import MAX_JSON_TABLE_BYTES, MAX_TABLE_BYTES, read_regular, too_big
 from model.telemetry.csv_table import read_csv_table
 from model.telemetry.errors import TelemetryError
 from model.telemetry.json_table import read_json_table
@@ -35,13 +36,10 @@ EXTENSION_FORMATS = {
 
 
 def read_table(path: str | Path) -> RawTable:
-    """Read one telemetry table; raise `TelemetryError` when it is empty, binary, not UTF-8,
-    unparseable or has no data rows."""
+    """Read one telemetry table; raise `TelemetryError` when it is not a regular file, over its
+    size cap (`bounded`), empty, binary, not UTF-8, unparseable or has no data rows."""
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise TelemetryError(name, f"cannot read file: {exc.strerror or exc}") from None
+    data = read_regular(name, MAX_TABLE_BYTES, "table")
     if not data.strip():
         raise TelemetryError(name, "empty file")
     warnings: list[str] = []
@@ -52,6 +50,8 @@ def read_table(path: str | Path) -> RawTable:
         warnings.append(f"{name}: unknown extension; read as {content} from its content")
     elif claimed != family:
         warnings.append(f"{name}: extension says {claimed} but the content is {content}")
+    if family == "json" and len(data) > MAX_JSON_TABLE_BYTES:
+        raise too_big(name, "JSON table", MAX_JSON_TABLE_BYTES)
     if content == "parquet":
         table = _read_parquet(name, data)
     elif content == "csv":
