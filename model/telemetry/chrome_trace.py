@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from model.telemetry.bounded import MAX_TRACE_BYTES
@@ -112,6 +113,8 @@ class ChromeTrace:
         skipped: complete events that are not device kernels, counted by category.
         report: kernel events read, kept and excluded (bad `dur`), rows being event indices.
         warnings: one-line notes (events that are not objects, a missing closing bracket...).
+        row_label: what `event` counts: "event" (trace events), "row" (Nsight Systems rows in
+            start order), "line" (Nsight Compute CSV lines).
     """
 
     file: str
@@ -120,6 +123,13 @@ class ChromeTrace:
     skipped: dict[str, int]
     report: ExclusionReport
     warnings: tuple[str, ...]
+    row_label: str = "event"
+
+    def where(self, event: int) -> str:
+        """`FILE: event N`, `FILE: row N` or `FILE:LINE` of a kernel's `event` value."""
+        if self.row_label == "line":
+            return f"{self.file}:{event}"
+        return f"{self.file}: {self.row_label} {event}"
 
 
 def _key(value: object) -> object:
@@ -179,6 +189,7 @@ class KernelCollector:
     readers; `finish` builds the `ChromeTrace`."""
 
     file: str
+    row_label: str = "event"
     columns: dict[str, list] = field(default_factory=lambda: {c: [] for c in _ROW_COLUMNS})
     external_ids: list[object] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
@@ -250,7 +261,7 @@ class KernelCollector:
             .agg(pl.len().cast(pl.Int64).alias("count"), pl.col("dur_us").sum().alias("total_us"))
             .sort(["total_us", "name"], descending=[True, False])
         )
-        return ChromeTrace(self.file, kernels, unmapped, skipped, report, warnings)
+        return ChromeTrace(self.file, kernels, unmapped, skipped, report, warnings, self.row_label)
 
 
 @dataclass
@@ -414,8 +425,19 @@ def _kernel_frame(
         ):
             extra[column].append(value)
     data = {**columns, **extra}
-    frame = pl.DataFrame({c: data[c] for c in TRACE_SCHEMA}, schema=TRACE_SCHEMA)
-    return frame.sort("event", maintain_order=True)
+    lists = {c: _list_column(data.pop(c)) for c in ("grid", "block")}
+    frame = pl.DataFrame(data, schema={c: t for c, t in TRACE_SCHEMA.items() if c in data})
+    return frame.with_columns(**lists).select(list(TRACE_SCHEMA)).sort("event", maintain_order=True)
+
+
+def _list_column(values: list[list[int] | None]) -> pl.Series:
+    """Int64 lists (or null) as a polars List column, built from flat arrays: ~5x faster than
+    polars converting each Python list."""
+    rows = np.fromiter((i for i, v in enumerate(values) if v is not None for _ in v), np.int64)
+    flat = np.fromiter((x for v in values if v is not None for x in v), np.int64, len(rows))
+    grouped = pl.DataFrame({"i": rows, "v": flat}).group_by("i", maintain_order=True).agg("v")
+    every = pl.DataFrame({"i": np.arange(len(values), dtype=np.int64)})
+    return every.join(grouped, on="i", how="left", maintain_order="left")["v"]
 
 
 __all__ = [
