@@ -381,7 +381,7 @@ def read_chrome_trace(path: str | Path, *, max_bytes: int = MAX_TRACE_BYTES) -> 
     if first == b"{" and scan.index == 0:
         keys, found = top_level_keys(file, max_bytes)
         if not found:
-            listed = ", ".join(keys) or "none"
+            listed = ", ".join(token(k).strip("'") for k in keys) or "none"
             raise TelemetryError(file, f"JSON object without a traceEvents list (keys: {listed})")
     scan.resolve()
     if scan.not_objects:
