@@ -147,14 +147,14 @@ def _quote_bare(piece: bytes, buf: np.ndarray, outside: np.ndarray) -> bytes:
     return b"".join(out)
 
 
-def _chunks(name: str, handle: BinaryIO, max_bytes: int) -> Iterator[bytes]:
+def _chunks(name: str, handle: BinaryIO, max_bytes: int, chunk_bytes: int) -> Iterator[bytes]:
     """Decompressed bytes (gzip by magic), refused past `max_bytes` in all."""
     zipped = handle.read(2) == b"\x1f\x8b"
     handle.seek(0)
     source = gzip.GzipFile(fileobj=handle, mode="rb") if zipped else handle
     total = 0
     try:
-        while chunk := source.read(READ_CHUNK):
+        while chunk := source.read(chunk_bytes):
             total += len(chunk)
             if total > max_bytes:
                 what = "decompressed trace" if zipped else "trace"
@@ -175,13 +175,14 @@ class Piece:
     depth_after: int
 
 
-def pieces(name: str, max_bytes: int) -> Iterator[Piece]:
-    """The file's bytes as checked pieces, each ending where a token ends (module docstring)."""
+def pieces(name: str, max_bytes: int, chunk_bytes: int = READ_CHUNK) -> Iterator[Piece]:
+    """The file's bytes as checked pieces, each ending where a token ends (module docstring),
+    read `chunk_bytes` at a time."""
     state = _ScanState()
     carry = b""
     first = True
     with open_regular(name, max_bytes, "trace") as handle:
-        for chunk in _chunks(name, handle, max_bytes):
+        for chunk in _chunks(name, handle, max_bytes, chunk_bytes):
             data = carry + chunk
             if first:
                 data, first = data.removeprefix(b"\xef\xbb\xbf"), False
