@@ -194,15 +194,15 @@ def write_synthetic_trace(path: Path, megabytes: int, seed: int) -> int:
     return kernels
 
 
-def peak_rss_of(command: list[str]) -> tuple[int, float, float]:
-    """Run `command` in a child process: (exit code, peak RSS in GB, wall seconds)."""
+def peak_rss_of(command: list[str]) -> tuple[float, float, float]:
+    """Run `command` in a child process: (peak RSS in GB, wall seconds, CPU seconds)."""
     start = time.perf_counter()
     child = subprocess.run(command, capture_output=True, check=False)
     wall = time.perf_counter() - start
     if child.returncode != 0:
         raise SystemExit(child.stderr.decode(errors="replace")[-2000:])
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # Linux: kilobytes
-    return child.returncode, peak_kb / 1e6, wall
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # Linux: ru_maxrss in kilobytes
+    return usage.ru_maxrss / 1e6, wall, usage.ru_utime + usage.ru_stime
 
 
 def trace_main() -> None:
@@ -215,16 +215,17 @@ def trace_main() -> None:
         load_before = os.getloadavg()[0]
         command = [sys.executable, "-m", "workbench", "report", str(packet), "--telemetry",
                    str(path), "--json"]  # fmt: skip
-        _, peak_gb, wall = peak_rss_of(command)
+        peak_gb, wall, cpu = peak_rss_of(command)
     body = (
         f"A synthetic PyTorch-profiler trace (seed {SEED}) of {size_mb:.0f} MB: {kernels:,} "
         "kernels, each with its python function, CPU op (Input Dims) and cudaLaunchKernel "
         "events, one event per line. `workbench report` on it, in a child process; target "
         f"peak RSS < {TRACE_RSS_TARGET_GB:g} GB.\n\n"
-        "| trace MB | kernels | peak RSS GB | wall s |\n|---:|---:|---:|---:|\n"
-        f"| {size_mb:.0f} | {kernels:,} | {peak_gb:.2f} | {wall:.1f} |\n\n"
+        "| trace MB | kernels | peak RSS GB | wall s | CPU s |\n|---:|---:|---:|---:|---:|\n"
+        f"| {size_mb:.0f} | {kernels:,} | {peak_gb:.2f} | {wall:.1f} | {cpu:.1f} |\n\n"
         f"1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after "
-        f"(on {os.cpu_count()} CPUs)."
+        f"(on {os.cpu_count()} CPUs): wall time follows the load, CPU time and peak RSS much "
+        "less."
     )
     write_section(
         "telemetry-trace",

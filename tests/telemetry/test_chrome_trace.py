@@ -446,6 +446,7 @@ def test_out_of_range_numbers(write) -> None:
         ("9" * 5000, "number with more than 20 digits (refused)"),  # crashes ijson's C backend
         ("1" + "0" * 25 + ".5", "number with more than 20 digits (refused)"),
         (str(2**64), "invalid JSON: parse error: integer overflow"),  # 20 digits, over int64
+        ("1e400", "invalid JSON: parse error: numeric (floating point) overflow"),
     ],
 )
 def test_huge_numbers_are_refused_by_line(literal: str, message: str, write) -> None:
