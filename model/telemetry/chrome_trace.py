@@ -37,6 +37,7 @@ from model.telemetry.errors import (
     TelemetryError,
     build_report,
     raise_if_nothing_kept,
+    token,
 )
 from model.telemetry.json_stream import number, pieces, stream_items, top_level_keys
 from model.telemetry.kernel_names import map_kernel_names
@@ -157,13 +158,6 @@ def _int_list(value: object) -> list[int] | None:
     if isinstance(value, list) and value and all(_int64(x) is not None for x in value):
         return value
     return None
-
-
-def token(value: object, limit: int = 24) -> str:
-    """A value as a short printable token for an error (never a long stretch of the file)."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _duration_us(dur: object) -> tuple[float | None, tuple[str, str] | None]:

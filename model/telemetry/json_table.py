@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from model.telemetry.errors import TelemetryError
+from model.telemetry.errors import TelemetryError, token
 from model.telemetry.raw import RawTable, line_bounds, nonblank_lines, unique_names
 
 
@@ -114,7 +114,7 @@ def _refuse_single_document(name: str, text: str) -> None:
     except json.JSONDecodeError:
         return
     if isinstance(whole, dict):
-        keys = ", ".join(list(whole)[:6])
+        keys = ", ".join(token(k).strip("'") for k in list(whole)[:6])
         raise TelemetryError(
             name,
             f"one JSON object (keys: {keys}), expected one JSON object per line (NDJSON) "

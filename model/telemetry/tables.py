@@ -18,7 +18,7 @@ import polars as pl
 
 from model.telemetry.bounded import MAX_JSON_TABLE_BYTES, MAX_TABLE_BYTES, read_regular, too_big
 from model.telemetry.csv_table import read_csv_table
-from model.telemetry.errors import TelemetryError
+from model.telemetry.errors import TelemetryError, clip
 from model.telemetry.json_table import read_json_table
 from model.telemetry.raw import RawTable, check_text, unique_names
 
@@ -82,7 +82,7 @@ def _read_parquet(name: str, data: bytes) -> RawTable:
     try:
         frame = pl.read_parquet(io.BytesIO(data))
     except Exception as exc:  # polars/arrow raise many types for corrupt files
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = clip(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise TelemetryError(name, f"not a readable Parquet file: {first}") from None
     names = unique_names(name, frame.columns)
     frame = frame.rename(dict(zip(frame.columns, names, strict=True)))

@@ -528,3 +528,19 @@ def test_truncated_gzip_is_one_line(write) -> None:
     with pytest.raises(TelemetryError) as caught:
         read_chrome_trace(path)
     assert str(caught.value) == f"{path}: not a readable gzip file (truncated)"
+
+
+def test_file_content_in_messages_is_a_short_token(write) -> None:
+    secret = "s3cr3t" * 100
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "gemm", "dur": secret},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "dur": 2},
+    ]
+    trace = read_chrome_trace(write("t.json", json.dumps(events)))
+    message = trace.report.exclusions[0].examples[0].message
+    assert message == "not a number ('s3cr3ts3cr3ts3cr3ts3c...')"
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(write("o.json", json.dumps({secret: 1, "b\nc": 2})))
+    assert str(caught.value).endswith(
+        "JSON object without a traceEvents list (keys: s3cr3ts3cr3ts3cr3ts3c..., b?c)"
+    )
