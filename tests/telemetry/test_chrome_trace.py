@@ -544,3 +544,24 @@ def test_file_content_in_messages_is_a_short_token(write) -> None:
     assert str(caught.value).endswith(
         "JSON object without a traceEvents list (keys: s3cr3ts3cr3ts3cr3ts3c..., b?c)"
     )
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            '{"ph": "X", "dur": }',
+            "invalid JSON: parse error: unallowed token at this point in JSON text",
+        ),
+        ('{"ph": "X", "dur": ' + "7" * 30 + "}", "number with more than 20 digits (refused)"),
+    ],
+)
+def test_errors_past_the_first_megabyte_name_their_line(bad: str, message: str, write) -> None:
+    """The file is read in 1 MiB pieces: the line is still exact, counted across pieces."""
+    good = json.dumps({"ph": "X", "cat": "kernel", "name": "gemm_" + "x" * 40, "dur": 2.5})
+    lines = ["["] + [good + ","] * 40_000 + [bad, "]"]
+    path = write("t.json", "\n".join(lines))
+    assert path.stat().st_size > 3 * 2**20
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    assert str(caught.value) == f"{path}:40002: {message}"
