@@ -28,7 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="predict every measured kernel and report the error",
         description="For every row: the model's prediction on the envelope; then MdAPE, MAPE, "
         "p90 error, median measured/predicted, per op, the worst shapes, and rows physically "
-        "implausible under the envelope (counted and excluded).",
+        "implausible under the envelope (counted and excluded). Files are told apart by "
+        "content as in report: kernel tables, Chrome traces, Nsight Systems SQLite and Nsight "
+        "Compute CSV exports.",
     )
     compare.add_argument("files", nargs="+", type=Path, metavar="FILE")
     compare.add_argument("--hardware", required=True, metavar="PRESET|FILE")
