@@ -24,7 +24,8 @@ MAX_TABLE_BYTES = 256 * MiB
 """CSV/TSV/Parquet tables: read whole; polars needs ~3-5x the file size while parsing."""
 
 MAX_JSON_TABLE_BYTES = 64 * MiB
-"""NDJSON/JSON-array tables: a bad line sends the file through Python's json, ~10-20x the size."""
+"""JSON-array tables, and NDJSON that polars cannot read (it then goes line by line through
+Python's json): ~10-20x the file size in memory."""
 
 MAX_TRACE_BYTES = 1024 * MiB
 """Chrome traces, bytes on disk and, for .json.gz, bytes after decompression: streamed, so memory

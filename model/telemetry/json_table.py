@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from model.telemetry.bounded import MAX_JSON_TABLE_BYTES
 from model.telemetry.errors import TelemetryError, token
 from model.telemetry.raw import RawTable, line_bounds, nonblank_lines, unique_names
 
@@ -92,6 +93,12 @@ def _json_type(value: object) -> str:
 
 
 def _read_ndjson_slow(name: str, data: bytes) -> RawTable:
+    if len(data) > MAX_JSON_TABLE_BYTES:
+        raise TelemetryError(
+            name,
+            f"NDJSON that polars cannot read (a bad line, NaN, mixed value types) is read line "
+            f"by line only up to {MAX_JSON_TABLE_BYTES >> 20} MiB: fix the lines or split the file",
+        )
     text = data.decode("utf-8-sig")
     records: list[tuple[int, object]] = []
     for number, raw in enumerate(text.splitlines(), start=1):  # JSON lines parse one at a time

@@ -50,8 +50,8 @@ def read_table(path: str | Path) -> RawTable:
         warnings.append(f"{name}: unknown extension; read as {content} from its content")
     elif claimed != family:
         warnings.append(f"{name}: extension says {claimed} but the content is {content}")
-    if family == "json" and len(data) > MAX_JSON_TABLE_BYTES:
-        raise too_big(name, "JSON table", MAX_JSON_TABLE_BYTES)
+    if content == "json-array" and len(data) > MAX_JSON_TABLE_BYTES:
+        raise too_big(name, "JSON-array table", MAX_JSON_TABLE_BYTES)
     if content == "parquet":
         table = _read_parquet(name, data)
     elif content == "csv":
