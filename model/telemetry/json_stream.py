@@ -248,7 +248,7 @@ def stream_items(
     """
     batch = ijson.sendable_list()
     coro = ijson.items_coro(batch, prefix, use_float=True)
-    depth = 0
+    depth, last_line = 0, 0
     for index, piece in enumerate(pieces(name, max_bytes)):
         try:
             coro.send(piece.data)
@@ -261,12 +261,16 @@ def stream_items(
             consume(batch)
             del batch[:]
         depth = piece.depth_after
+        last_line = piece.line + piece.data.count(b"\n")
     try:
         coro.close()
     except ijson.JSONError as exc:
         if allow_open_array and depth == 1 and "premature EOF" in str(exc):
             return (f"{name}: array without closing ']' (allowed)",)
-        raise TelemetryError(name, f"invalid JSON: {parser_message(exc)}") from None
+        message = f"invalid JSON: {parser_message(exc)}"
+        if depth > 0:
+            message += f" ({depth} brackets left open: truncated?)"
+        raise TelemetryError(name, message, line=last_line) from None
     if batch:
         consume(batch)
     return ()

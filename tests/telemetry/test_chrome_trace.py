@@ -565,3 +565,13 @@ def test_errors_past_the_first_megabyte_name_their_line(bad: str, message: str, 
     with pytest.raises(TelemetryError) as caught:
         read_chrome_trace(path)
     assert str(caught.value) == f"{path}:40002: {message}"
+
+
+def test_a_truncated_trace_names_its_last_line(write) -> None:
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "dur": 2}] * 3}, indent=1)
+    path = write("t.json", text[: len(text) // 2])
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    last = text[: len(text) // 2].count("\n") + 1
+    assert str(caught.value).startswith(f"{path}:{last}: invalid JSON: parse error: premature EOF")
+    assert str(caught.value).endswith("brackets left open: truncated?)")
