@@ -7,11 +7,11 @@ from pathlib import Path
 
 from model.compiler.calibration import Calibration, calibrate
 from model.compiler.hardware import PRESET_NAMES, HardwareEnvelope, preset
-from model.telemetry.errors import TelemetryError
-from model.telemetry.kernels import KernelTelemetry, read_kernel_telemetry
+from model.telemetry.vocab import DTYPES
 
 from .errors import PacketError, TelemetryProblem, UsageError
 from .hardware_file import dump_hardware, load_hardware_file
+from .telemetry_files import KernelRows, classify, read_kernel_rows
 
 
 def hardware_argument(text: str) -> HardwareEnvelope:
@@ -26,21 +26,35 @@ def hardware_argument(text: str) -> HardwareEnvelope:
     return load_hardware_file(path)
 
 
-def read_kernels(paths: list[Path]) -> KernelTelemetry:
-    """Kernel telemetry from files; a file that cannot be used is a PacketError-style problem."""
-    for path in paths:
-        if not path.exists():
-            raise UsageError(f"{path}: no such file")
-        if path.is_dir():
-            raise UsageError(f"{path}: is a directory, not a telemetry file")
-    try:
-        return read_kernel_telemetry(paths)
-    except TelemetryError as exc:
-        raise TelemetryProblem(str(exc)) from None
+def read_kernels(paths: list[Path], *, dtype: str = "bf16") -> KernelRows:
+    """Kernel rows from kernel tables, Chrome traces and Nsight exports, told apart by content
+    as `report` does (`telemetry_files`); profiled kernels are taken to run in `dtype`.
+
+    Raises:
+        UsageError: a file is missing or a folder, or `dtype` is unknown.
+        TelemetryProblem: a file cannot be used, holds request telemetry, or no row can be
+            compared with the model.
+    """
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype {dtype}: not one of {', '.join(DTYPES)}")
+    files = classify(paths)
+    if files["requests"]:
+        raise TelemetryProblem(
+            f"{files['requests'][0]}: request telemetry (a seq_len column); this command "
+            "reads kernel telemetry, traces and Nsight exports (workbench report reads both)"
+        )
+    rows = read_kernel_rows(files, dtype=dtype)
+    if rows is None or rows.frame.height == 0:
+        left = ", ".join(f"{k} {n}" for k, n in (rows.not_compared if rows else {}).items() if n)
+        raise TelemetryProblem(
+            f"{', '.join(map(str, paths))}: no kernel row the model can compare ({left}): "
+            "profiled GEMMs need their launching op's Input Dims (record_shapes=True)"
+        )
+    return rows
 
 
 def calibrate_kernels(
-    telemetry: KernelTelemetry, hardware: HardwareEnvelope, hardware_text: str, files: list[Path]
+    telemetry: KernelRows, hardware: HardwareEnvelope, hardware_text: str, files: list[Path]
 ) -> tuple[Calibration, bytes]:
     """Calibrate `hardware` on kernel telemetry: the result (its envelope renamed
     `<name>-calibrated`, with a `source` saying what it was fitted on) and the

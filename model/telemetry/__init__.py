@@ -1,5 +1,6 @@
-"""Telemetry ingestion: engineers' measured kernel times, request logs and Chrome traces, read
-into normalized polars frames with strict validation and counted exclusions.
+"""Telemetry ingestion: engineers' measured kernel times, request logs, Chrome traces and
+Nsight Systems/Compute exports, read into normalized polars frames with strict validation and
+counted exclusions.
 
 Readers never predict anything; the kernel-time predictor supplies `min_time_us` for
 `flag_implausible`. Formats, columns, units and exclusion reasons: model/telemetry/README.md.
@@ -10,6 +11,7 @@ from model.telemetry.errors import Exclusion, ExclusionReport, RowRef, Telemetry
 from model.telemetry.ingest import Provenance
 from model.telemetry.kernel_names import map_kernel_name
 from model.telemetry.kernels import KERNEL_REASONS, KernelTelemetry, read_kernel_telemetry
+from model.telemetry.nsight import read_ncu_csv, read_nsys_sqlite
 from model.telemetry.plausibility import ImplausibleSplit, flag_implausible, implausible_mask
 from model.telemetry.requests import (
     REQUEST_REASONS,
@@ -39,5 +41,7 @@ __all__ = [
     "map_kernel_name",
     "read_chrome_trace",
     "read_kernel_telemetry",
+    "read_ncu_csv",
+    "read_nsys_sqlite",
     "read_request_telemetry",
 ]

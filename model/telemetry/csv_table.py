@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from model.telemetry.errors import TelemetryError
+from model.telemetry.errors import TelemetryError, clip
 from model.telemetry.raw import RawTable, nonblank_lines, unique_names
 
 SEPARATORS = (",", "\t", ";")
@@ -100,7 +100,7 @@ def _parse_csv(
             return pl.read_csv(data, truncate_ragged_lines=truncate, **options), truncate
         except pl.exceptions.PolarsError as exc:
             if truncate or "more fields" not in str(exc):
-                first = str(exc).strip().splitlines()[0]
+                first = clip(str(exc).strip().splitlines()[0])
                 raise TelemetryError(name, f"cannot parse as CSV: {first}") from None
     raise AssertionError("unreachable")
 

@@ -8,6 +8,7 @@ so the report can point at them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -17,6 +18,20 @@ MAX_EXAMPLES = 5
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def token(value: object, limit: int = 24) -> str:
+    """A value from a file as a short printable token for an error message: repr-quoted, cut to
+    `limit` characters, non-printable characters as `?` (never a long stretch of the file)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def clip(text: str, limit: int = 120) -> str:
+    """A library's error text on one line, cut to `limit` characters (it may quote the file)."""
+    line = _one_line(text)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def location(file: str, line: int = 0, column: str = "", row: int | None = None) -> str:

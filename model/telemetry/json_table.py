@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from model.telemetry.errors import TelemetryError
+from model.telemetry.bounded import MAX_JSON_TABLE_BYTES
+from model.telemetry.errors import TelemetryError, token
 from model.telemetry.raw import RawTable, line_bounds, nonblank_lines, unique_names
 
 
@@ -92,6 +93,12 @@ def _json_type(value: object) -> str:
 
 
 def _read_ndjson_slow(name: str, data: bytes) -> RawTable:
+    if len(data) > MAX_JSON_TABLE_BYTES:
+        raise TelemetryError(
+            name,
+            f"NDJSON that polars cannot read (a bad line, NaN, mixed value types) is read line "
+            f"by line only up to {MAX_JSON_TABLE_BYTES >> 20} MiB: fix the lines or split the file",
+        )
     text = data.decode("utf-8-sig")
     records: list[tuple[int, object]] = []
     for number, raw in enumerate(text.splitlines(), start=1):  # JSON lines parse one at a time
@@ -114,7 +121,7 @@ def _refuse_single_document(name: str, text: str) -> None:
     except json.JSONDecodeError:
         return
     if isinstance(whole, dict):
-        keys = ", ".join(list(whole)[:6])
+        keys = ", ".join(token(k).strip("'") for k in list(whole)[:6])
         raise TelemetryError(
             name,
             f"one JSON object (keys: {keys}), expected one JSON object per line (NDJSON) "

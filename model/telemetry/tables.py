@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from model.telemetry.bounded import MAX_JSON_TABLE_BYTES, MAX_TABLE_BYTES, read_regular, too_big
 from model.telemetry.csv_table import read_csv_table
-from model.telemetry.errors import TelemetryError
+from model.telemetry.errors import TelemetryError, clip
 from model.telemetry.json_table import read_json_table
 from model.telemetry.raw import RawTable, check_text, unique_names
 
@@ -35,13 +36,10 @@ EXTENSION_FORMATS = {
 
 
 def read_table(path: str | Path) -> RawTable:
-    """Read one telemetry table; raise `TelemetryError` when it is empty, binary, not UTF-8,
-    unparseable or has no data rows."""
+    """Read one telemetry table; raise `TelemetryError` when it is not a regular file, over its
+    size cap (`bounded`), empty, binary, not UTF-8, unparseable or has no data rows."""
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise TelemetryError(name, f"cannot read file: {exc.strerror or exc}") from None
+    data = read_regular(name, MAX_TABLE_BYTES, "table")
     if not data.strip():
         raise TelemetryError(name, "empty file")
     warnings: list[str] = []
@@ -52,6 +50,8 @@ def read_table(path: str | Path) -> RawTable:
         warnings.append(f"{name}: unknown extension; read as {content} from its content")
     elif claimed != family:
         warnings.append(f"{name}: extension says {claimed} but the content is {content}")
+    if content == "json-array" and len(data) > MAX_JSON_TABLE_BYTES:
+        raise too_big(name, "JSON-array table", MAX_JSON_TABLE_BYTES)
     if content == "parquet":
         table = _read_parquet(name, data)
     elif content == "csv":
@@ -82,7 +82,7 @@ def _read_parquet(name: str, data: bytes) -> RawTable:
     try:
         frame = pl.read_parquet(io.BytesIO(data))
     except Exception as exc:  # polars/arrow raise many types for corrupt files
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = clip(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise TelemetryError(name, f"not a readable Parquet file: {first}") from None
     names = unique_names(name, frame.columns)
     frame = frame.rename(dict(zip(frame.columns, names, strict=True)))

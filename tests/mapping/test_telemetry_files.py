@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,7 @@ import pytest
 from packets.errors import TelemetryProblem
 from packets.telemetry_files import read_telemetry, telemetry_kind
 from tests.telemetry.test_chrome_trace import pytorch_trace
+from tests.telemetry.test_nsight import FLASH, GEMM, ncu_csv, nsys_export
 
 KERNELS = pl.DataFrame({"op": ["gemm"] * 3, "dtype": "bf16", "m": [16, 32, 64], "n": 4096,
                         "k": 4096, "latency_us": [20.0, 24.0, 30.0]})  # fmt: skip
@@ -37,6 +39,14 @@ REQUESTS = pl.DataFrame({"arrival_ms": [0.0, 1.0, 2.5], "seq_len": [128, 512, 12
             "trace",
         ),
         ("t.json", lambda p: p.write_text(json.dumps(pytorch_trace()["traceEvents"])), "trace"),
+        ("profile.sqlite", lambda p: nsys_export(p, [(GEMM, 0, 9_000)]), "nsys"),
+        ("x.db", lambda p: nsys_export(p, [(GEMM, 0, 9_000)]), "nsys"),
+        ("ncu.csv", lambda p: p.write_text(ncu_csv([(GEMM, "12.5")])), "ncu"),
+        (
+            "ncu.txt",
+            lambda p: p.write_text(ncu_csv([(GEMM, "12.5")], preamble="==PROF== Connected\n")),
+            "ncu",
+        ),
     ],
 )
 def test_kind_comes_from_the_content(tmp_path: Path, name: str, write, kind: str) -> None:
@@ -59,7 +69,8 @@ def test_kernel_files_and_traces_merge_with_their_provenance(tmp_path: Path) -> 
     assert inputs.requests.frame.height == 3
     assert inputs.files == {"kernels": [str(tmp_path / "k.csv")],
                             "requests": [str(tmp_path / "r.parquet")],
-                            "trace": [str(tmp_path / "t.json")]}  # fmt: skip
+                            "trace": [str(tmp_path / "t.json")], "nsys": [],
+                            "ncu": []}  # fmt: skip
 
 
 def test_a_file_that_is_none_of_them_is_refused(tmp_path: Path) -> None:
@@ -67,3 +78,25 @@ def test_a_file_that_is_none_of_them_is_refused(tmp_path: Path) -> None:
     path.write_text("name,value\na,1\n")
     with pytest.raises(TelemetryProblem, match=r"x\.csv: neither kernel telemetry"):
         telemetry_kind(path)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "k.csv"
+    os.mkfifo(fifo)  # no writer: opening it for a plain read would block forever
+    with pytest.raises(TelemetryProblem) as caught:
+        read_telemetry([fifo], dtype="bf16")
+    assert str(caught.value) == f"{fifo}: is a FIFO (named pipe); telemetry must be a regular file"
+
+
+def test_nsight_exports_join_the_kernel_rows(tmp_path: Path) -> None:
+    KERNELS.write_csv(tmp_path / "k.csv")
+    nsys_export(tmp_path / "p.sqlite", [(GEMM, 0, 9_000), (FLASH, 10_000, 12_000)])
+    (tmp_path / "n.csv").write_text(ncu_csv([(GEMM, "12.5"), (FLASH, "3.0")]))
+    inputs = read_telemetry([tmp_path / "k.csv", tmp_path / "p.sqlite", tmp_path / "n.csv"],
+                            dtype="bf16")  # fmt: skip
+    rows = inputs.kernels
+    assert [t.file for t in rows.traces] == [str(tmp_path / "p.sqlite"), str(tmp_path / "n.csv")]
+    assert rows.frame.height == 3  # Nsight records no operand shapes: nothing else to compare
+    assert rows.not_compared == {"not_gemm": 2, "no_shape": 2, "batched_gemm": 0}
+    assert rows.report.counts == {"not_gemm": 2, "no_shape": 2}
+    assert rows.report.rows_kept == 3

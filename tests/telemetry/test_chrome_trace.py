@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -378,14 +379,17 @@ def test_array_without_closing_bracket_is_allowed(write) -> None:
     [
         (b"", ": empty file"),
         (b'{"events": []}', ": JSON object without a traceEvents list (keys: events)"),
-        (b"42", ": expected an object with traceEvents or a list of events, found int"),
-        (b'{"traceEvents": [\n{"ph": "X",\n "dur": }]}', ":3: invalid JSON: Expecting value"),
+        (b"42", ": expected an object with traceEvents or a list of events, found a number"),
+        (
+            b'{"traceEvents": [\n{"ph": "X",\n "dur": }]}',
+            ":3: invalid JSON: parse error: unallowed token at this point in JSON text",
+        ),
         (b'{"traceEvents": [{"name": "caf\xe9"}]}', ":1: not UTF-8 text (byte 0xe9 at offset 30)"),
         (
             json.dumps(
                 {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 3}]}
             ).encode(),
-            ": no device-kernel events (complete events by category: cpu_op 1)",
+            ": no device-kernel events: a CPU-only profile? (complete events by category: cpu_op 1)",
         ),
         (
             json.dumps(
@@ -409,28 +413,165 @@ def test_size_cap(write) -> None:
     )
     with pytest.raises(TelemetryError) as caught:
         read_chrome_trace(path, max_bytes=1000)
-    assert str(caught.value).startswith(
-        f"{path}: trace has more than 1000 bytes of JSON (the limit, max_bytes)"
-    )
+    assert str(caught.value) == f"{path}: trace is over the 1,000-byte cap for this kind of file"
     assert read_chrome_trace(path).kernels.height == 100
 
 
 def test_out_of_range_numbers(write) -> None:
-    huge = 10**400
+    """Floats too large for a double are infinite (dur: excluded); ids outside int64 that still
+    parse are dropped to null."""
     events = [
         {
             "ph": "X",
             "cat": "kernel",
             "name": "gemm_a",
-            "ts": huge,
+            "ts": 1e308 * 10,
             "dur": 3,
-            "args": {"stream": 2**70, "grid": [2**64, 1, 1]},
+            "args": {"stream": 2**62, "grid": [-(2**63) + 1, 1, 1]},
         },
-        {"ph": "X", "cat": "kernel", "name": "gemm_b", "ts": -5, "dur": huge},
+        {"ph": "X", "cat": "kernel", "name": "gemm_b", "ts": -5, "dur": float("inf")},
     ]
     path = write("t.json", json.dumps(events))
     trace = read_chrome_trace(path)
     assert trace.kernels.select("ts_us", "dur_us", "stream", "grid").rows() == [
-        (float("inf"), 3.0, None, None)
+        (float("inf"), 3.0, 2**62, [-(2**63) + 1, 1, 1])
     ]
     assert trace.report.counts == {"nonfinite_duration": 1}
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        (str(10**400), "number with more than 20 digits (refused)"),
+        ("9" * 5000, "number with more than 20 digits (refused)"),  # crashes ijson's C backend
+        ("1" + "0" * 25 + ".5", "number with more than 20 digits (refused)"),
+        (str(2**64), "invalid JSON: parse error: integer overflow"),  # 20 digits, over int64
+        ("1e400", "invalid JSON: parse error: numeric (floating point) overflow"),
+    ],
+)
+def test_huge_numbers_are_refused_by_line(literal: str, message: str, write) -> None:
+    text = '[\n{"ph": "X", "cat": "kernel", "name": "k", "dur": 3},\n{"ph": "X",\n "ts": ' + (
+        literal + ', "dur": 3}]'
+    )
+    path = write("t.json", text)
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    assert str(caught.value) == f"{path}:4: {message}"
+
+
+def test_deep_nesting_is_refused_by_line_before_parsing(write) -> None:
+    """100,000 nested arrays took the process down inside ijson; the scan refuses them first."""
+    body = '{"traceEvents": [\n{"ph": "X", "args": ' + "[" * 100_000 + "]" * 100_000 + "}]}"
+    path = write("t.json", body)
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    assert str(caught.value) == f"{path}:2: JSON nested deeper than 64 levels"
+
+
+def test_parse_errors_quote_no_file_content(write) -> None:
+    secret = "TOKEN_abc123_do_not_echo"
+    path = write("t.json", '{"traceEvents": [\n{"ph": "X", "name": "' + secret + '" "dur": 1}]}')
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    assert secret not in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"{path}:2: invalid JSON: ")
+
+
+def test_bare_nan_and_infinity_are_nonfinite_durations(write) -> None:
+    """Python's json writes NaN/Infinity (not JSON); they are read as the floats they mean."""
+    events = [{"ph": "X", "cat": "kernel", "name": "gemm", "dur": d} for d in (float("nan"),
+              float("inf"), -float("inf"), 2.0)]  # fmt: skip
+    events.append({"ph": "X", "cat": "kernel", "name": "NaN Infinity", "dur": 1})
+    trace = read_chrome_trace(write("t.json", json.dumps(events)))
+    assert trace.report.counts == {"nonfinite_duration": 3}
+    assert trace.kernels["name"].to_list() == ["gemm", "NaN Infinity"]
+
+
+def test_escaped_quotes_and_brackets_inside_strings(write) -> None:
+    """Brackets, digits and quotes inside names are not structure: only real ones count."""
+    name = 'k\\"[[[[' + "1" * 40 + "{{\\\\"
+    events = [{"ph": "X", "cat": "kernel", "name": name, "dur": 2}] * 3
+    trace = read_chrome_trace(write("t.json", json.dumps(events)))
+    assert trace.kernels["name"].to_list() == [name] * 3
+
+
+def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)  # no writer: a plain open() would block forever
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(fifo)
+    assert str(caught.value) == (
+        f"{fifo}: is a FIFO (named pipe); telemetry must be a regular file"
+    )
+    with pytest.raises(TelemetryError, match=r"^/dev/zero: is a character device"):
+        read_chrome_trace("/dev/zero")
+
+
+def test_gzip_cap_applies_to_the_decompressed_size(write) -> None:
+    """A small .json.gz that inflates past the cap is refused while inflating."""
+    events = [{"ph": "X", "cat": "kernel", "name": "gemm", "dur": 2}] * 20_000
+    packed = gzip.compress(json.dumps(events).encode())
+    path = write("t.json.gz", packed)
+    assert len(packed) < 100_000
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path, max_bytes=100_000)
+    assert str(caught.value) == (
+        f"{path}: decompressed trace is over the 100,000-byte cap for this kind of file"
+    )
+    assert read_chrome_trace(path).kernels.height == 20_000
+
+
+def test_truncated_gzip_is_one_line(write) -> None:
+    packed = gzip.compress(json.dumps([{"ph": "X", "cat": "kernel", "dur": 2}] * 500).encode())
+    path = write("t.json.gz", packed[: len(packed) // 2])
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    assert str(caught.value) == f"{path}: not a readable gzip file (truncated)"
+
+
+def test_file_content_in_messages_is_a_short_token(write) -> None:
+    secret = "s3cr3t" * 100
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "gemm", "dur": secret},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "dur": 2},
+    ]
+    trace = read_chrome_trace(write("t.json", json.dumps(events)))
+    message = trace.report.exclusions[0].examples[0].message
+    assert message == "not a number ('s3cr3ts3cr3ts3cr3ts3c...')"
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(write("o.json", json.dumps({secret: 1, "b\nc": 2})))
+    assert str(caught.value).endswith(
+        "JSON object without a traceEvents list (keys: s3cr3ts3cr3ts3cr3ts3c..., b?c)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            '{"ph": "X", "dur": }',
+            "invalid JSON: parse error: unallowed token at this point in JSON text",
+        ),
+        ('{"ph": "X", "dur": ' + "7" * 30 + "}", "number with more than 20 digits (refused)"),
+    ],
+)
+def test_errors_past_the_first_megabyte_name_their_line(bad: str, message: str, write) -> None:
+    """The file is read in 1 MiB pieces: the line is still exact, counted across pieces."""
+    good = json.dumps({"ph": "X", "cat": "kernel", "name": "gemm_" + "x" * 40, "dur": 2.5})
+    lines = ["["] + [good + ","] * 40_000 + [bad, "]"]
+    path = write("t.json", "\n".join(lines))
+    assert path.stat().st_size > 3 * 2**20
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    assert str(caught.value) == f"{path}:40002: {message}"
+
+
+def test_a_truncated_trace_names_its_last_line(write) -> None:
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "dur": 2}] * 3}, indent=1)
+    path = write("t.json", text[: len(text) // 2])
+    with pytest.raises(TelemetryError) as caught:
+        read_chrome_trace(path)
+    last = text[: len(text) // 2].count("\n") + 1
+    assert str(caught.value).startswith(f"{path}:{last}: invalid JSON: parse error: premature EOF")
+    assert str(caught.value).endswith("brackets left open: truncated?)")

@@ -8,6 +8,12 @@ import json
 from pathlib import Path
 
 
+def _dtype_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dtype", default="bf16",
+                        help="precision of profiled kernels (traces and Nsight exports carry "
+                        "none; default bf16)")  # fmt: skip
+
+
 def _output_flags(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true")
@@ -22,10 +28,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="predict every measured kernel and report the error",
         description="For every row: the model's prediction on the envelope; then MdAPE, MAPE, "
         "p90 error, median measured/predicted, per op, the worst shapes, and rows physically "
-        "implausible under the envelope (counted and excluded).",
+        "implausible under the envelope (counted and excluded). Files are told apart by "
+        "content as in report: kernel tables, Chrome traces, Nsight Systems SQLite and Nsight "
+        "Compute CSV exports.",
     )
     compare.add_argument("files", nargs="+", type=Path, metavar="FILE")
     compare.add_argument("--hardware", required=True, metavar="PRESET|FILE")
+    _dtype_flag(compare)
     _output_flags(compare)
     compare.set_defaults(run=run_compare)
     calibrate = actions.add_parser(
@@ -38,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     calibrate.add_argument("files", nargs="+", type=Path, metavar="FILE")
     calibrate.add_argument("--hardware", required=True, metavar="PRESET|FILE")
+    _dtype_flag(calibrate)
     calibrate.add_argument("-o", "--output", type=Path, metavar="FILE",
                            help="hardware file to write (left out: report only)")  # fmt: skip
     _output_flags(calibrate)
@@ -49,7 +59,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from packets.telemetry_io import hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
-    telemetry = read_kernels(args.files)
+    telemetry = read_kernels(args.files, dtype=args.dtype)
     report = accuracy_report(telemetry.frame, hardware)
     report["excluded_on_read"] = telemetry.report.counts
     if args.json:
@@ -67,7 +77,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from packets.telemetry_io import calibrate_kernels, hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
-    telemetry = read_kernels(args.files)
+    telemetry = read_kernels(args.files, dtype=args.dtype)
     result, data = calibrate_kernels(telemetry, hardware, args.hardware, args.files)
     if args.output is not None:
         atomic_write(args.output, data)
