@@ -12,6 +12,7 @@ one-line warning naming the file, the line when known, and what is wrong.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tomllib
@@ -19,7 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packets.files import FileKind, FileRefused, KiB, read_regular
+
 from .drafts import APP_DIR
+
+KEYMAP = FileKind("keymap", 64 * KiB)  # one line per binding: a few KiB at most
 
 # A Textual key name: letters, digits, '+' and '_' (e.g. ctrl+shift+up, f5, question_mark).
 _KEY_RE = re.compile(r"[A-Za-z0-9_+\-]+\Z")
@@ -56,11 +61,13 @@ def load_keymap(path: Path, known_ids: Iterable[str]) -> KeymapLoad:
     """Read the keymap at `path` (absent: empty); entries with unknown ids or bad keys are left
     out and named in the warning."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return KeymapLoad()
-    except (OSError, UnicodeDecodeError) as exc:
-        return KeymapLoad(warning=f"{path}: cannot read keymap ({exc}); using default keys")
+        text = read_regular(path, KEYMAP).decode("utf-8")
+    except FileRefused as exc:
+        if exc.error_number == errno.ENOENT:
+            return KeymapLoad()
+        return KeymapLoad(warning=f"{path}: cannot read keymap ({exc.reason}); using default keys")
+    except UnicodeDecodeError:
+        return KeymapLoad(warning=f"{path}: cannot read keymap (not UTF-8 text); using default keys")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,13 @@ def test_bad_entries_give_one_line_naming_the_file(
     assert words in loaded.warning
     assert loaded.warning.startswith(str(path))
     assert "\n" not in loaded.warning
+
+
+def test_a_keymap_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    """A FIFO (or /dev/zero) named as the keymap would hang or fill memory at start-up."""
+    fifo = tmp_path / "keymap.toml"
+    os.mkfifo(fifo)
+    loaded = load_keymap(fifo, ["quit"])
+    assert loaded.keymap == {}
+    assert "not a regular file" in loaded.warning or "FIFO" in loaded.warning
+    assert "using default keys" in loaded.warning
