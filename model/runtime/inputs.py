@@ -38,8 +38,8 @@ class Arrivals:
             a trace it is optional and, when given, rescales the trace's times so its mean rate
             equals this (so load sweeps work on traces too).
         cv: coefficient of variation of the gaps between arrivals (gamma only), > 0.
-        trace_ms: arrival times of a trace, ms, non-decreasing (read a file with
-            `model.runtime.workload.read_arrival_trace`).
+        trace_ms: arrival times of a trace, ms, non-decreasing (files are read by
+            `packets.trace.read_trace`).
     """
 
     process: str = "poisson"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
@@ -109,30 +108,3 @@ def generate_requests(workload: Workload, service: ServiceSpec, seed: int) -> Re
         service_draw_ms=service_draws_ms(service, n, rng["service"]),
         seed=int(seed),
     )
-
-
-def read_arrival_trace(path: str | Path) -> np.ndarray:
-    """Arrival times (ms) from a text file: one number per line; '#' comments, blank lines and
-    an `arrival_ms` header line are allowed. Raises ValueError naming the file and line."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read arrival trace ({exc.__class__.__name__})") from None
-    times: list[float] = []
-    for number, raw in enumerate(lines, start=1):
-        text = raw.split("#", 1)[0].strip().rstrip(",")
-        if not text or (not times and text.lower() == "arrival_ms"):
-            continue
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{path}:{number}: not an arrival time in ms: {text!r}") from None
-        if not np.isfinite(value) or value < 0:
-            raise ValueError(f"{path}:{number}: arrival time must be finite and >= 0: {text!r}")
-        if times and value < times[-1]:
-            raise ValueError(f"{path}:{number}: arrival time {value} is before the previous one")
-        times.append(value)
-    if len(times) < 2:
-        raise ValueError(f"{path}: an arrival trace needs at least 2 arrival times")
-    return np.asarray(times, dtype=np.float64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -21,7 +22,9 @@ from model.runtime.inputs import (
 )
 from model.runtime.queues import affinity_core_sets, plan_queues, shape_columns
 from model.runtime.simulate import simulate
-from model.runtime.workload import generate_requests, read_arrival_trace
+from model.runtime.workload import generate_requests
+from packets.errors import PacketError
+from packets.trace import read_trace
 from tests.runtime.helpers import pinned_config
 
 PINNED = ServiceSpec("distribution", "lognormal", 2.0, 0.5)
@@ -70,8 +73,8 @@ def test_shape_mix_and_lognormal_service() -> None:
 
 def test_trace_replays_repeats_and_rescales(tmp_path) -> None:
     path = tmp_path / "arrivals.txt"
-    path.write_text("arrival_ms\n# from the field\n10\n12.5\n\n20\n", encoding="utf-8")
-    trace = read_arrival_trace(path)
+    path.write_text("# from the field\n10\n12.5\n\n20\n", encoding="utf-8")
+    trace = read_trace(path) + 10.0  # read_trace shifts the first arrival to 0
     assert trace.tolist() == [10.0, 12.5, 20.0]
     replay = generate_requests(workload(Arrivals("trace", trace_ms=trace), 7), PINNED, 0)
     # span 10 ms + one mean gap 5 ms = period 15 ms
@@ -84,17 +87,21 @@ def test_trace_replays_repeats_and_rescales(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("1\nfast\n", r"arrivals.txt:2: not an arrival time in ms: 'fast'"),
-        ("5\n3\n", r"arrivals.txt:2: arrival time 3.0 is before the previous one"),
-        ("-1\n2\n", r"arrivals.txt:1: arrival time must be finite and >= 0"),
-        ("7\n", r"arrivals.txt: an arrival trace needs at least 2 arrival times"),
+        ("1\nfast\n", (2, r"expected an arrival time in ms, got text \(4 chars\)")),
+        ("5\n3\n", (2, r"arrival times must not decrease \(3.0 < 5.0\)")),
+        ("-1\n2\n", (1, r"arrival time must be finite and >= 0")),
+        ("7\n", (1, r"a trace needs at least two arrival times")),
     ],
 )
-def test_bad_trace_files_name_file_and_line(tmp_path, text: str, message: str) -> None:
+def test_bad_trace_files_name_file_and_line(tmp_path, text: str, message) -> None:
     path = tmp_path / "arrivals.txt"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ValueError, match=message):
-        read_arrival_trace(path)
+    with pytest.raises(PacketError) as raised:
+        read_trace(path)
+    (problem,) = raised.value.problems
+    line, words = message
+    assert (problem.file, problem.line) == (str(path), line)
+    assert re.search(words, problem.message)
 
 
 @pytest.mark.parametrize(
