@@ -138,7 +138,10 @@ def _predict_gemm(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray:
     for dtype in frame["dtype"].unique().to_list():
         sel = (frame["dtype"] == dtype).to_numpy()
         sub = frame.filter(pl.Series(sel))
-        cost, _ = best_gemm(hw, dtype, _column(sub, "m"), _column(sub, "n"), _column(sub, "k"))
+        batch = _column(sub, "batch") if "batch" in sub.columns else np.ones(len(sub))
+        batch = np.where(np.isfinite(batch) & (batch >= 1), batch, 1.0)  # empty: one GEMM
+        m, n, k = _column(sub, "m"), _column(sub, "n"), _column(sub, "k")
+        cost, _ = best_gemm(hw, dtype, m, n, k, batch=batch)
         out[sel] = hw.min_kernel_us + cost.time_us
     return out
 
@@ -225,8 +228,9 @@ def work_bounds(frame: pl.DataFrame, hw: HardwareEnvelope) -> tuple[np.ndarray, 
 
     m, nn, k = col("m"), col("n"), col("k")
     gemm = ops == "gemm"
-    flops[gemm] = 2 * (m * nn * k)[gemm]
-    traffic[gemm] = ((m * k + k * nn + m * nn) * b)[gemm]
+    gemms = np.maximum(col("batch"), 1.0)  # a batched GEMM row: batch independent GEMMs
+    flops[gemm] = (2 * m * nn * k * gemms)[gemm]
+    traffic[gemm] = ((m * k + k * nn + m * nn) * b * gemms)[gemm]
     batch, q, kv, h, hk, d = (
         col(c) for c in ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim")
     )
@@ -296,7 +300,8 @@ def accuracy_report(frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10) 
 
     Rows faster than `fastest_possible_us` allows are counted in `implausible_rows` and left
     out of every metric. Keys: rows, mdape, mape, p90_ape, median_ratio (measured/predicted),
-    implausible_rows, by_op, by_layer_op, by_kind, worst, naive_roofline, hardware.
+    implausible_rows, by_op, by_layer_op, by_kind, worst, naive_roofline, hardware, notes
+    (how dtypes without a native matrix peak were run, HardwareEnvelope.matrix_dtype).
     APEs are fractions (0.1 = 10%).
     """
     frame = as_plain_text(frame)
@@ -341,6 +346,8 @@ def accuracy_report(frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10) 
         if ape[i] >= 0
     ]
     report["naive_roofline"] = _metrics(measured[plausible], naive[plausible])
+    notes = (hw.matrix_dtype(d)[1] for d in sorted(set(frame["dtype"].to_list())))
+    report["notes"] = [note for note in notes if note]
     return report
 
 
@@ -369,6 +376,7 @@ def report_markdown(report: dict) -> str:
                 f"| {key[3:]}={name} | {m['rows']} | {pct(m['mdape'])} | {pct(m['mape'])} | "
                 f"{pct(m['p90_ape'])} | {ratio(m['median_ratio'])} | {pct(m['naive_mdape'])} |"
             )
+    lines += [f"Note: {note}." for note in report.get("notes", [])]
     if report["worst"]:
         lines += ["", "Worst rows:", "", "| row | op | shape | measured us | predicted us | APE |"]
         lines.append("|---:|---|---|---:|---:|---:|")
