@@ -11,8 +11,11 @@ What a measured row contains is a property of how it was measured, stated here o
 * Times are device time (CUDA-graph replay or profiler kernel time): no host launch cost, so a
   prediction is the device floor plus the kernel's phases.
 * An attention row times TensorRT-LLM's attention op: a QKV preprocessing kernel (RoPE and the
-  KV-cache write) followed by the attention kernel, whose decode variant runs one (request, head)
-  per thread block (no packing of grouped-query heads).
+  KV-cache write) followed by the attention kernel. Its decode variant is the library's choice
+  (`library.trtllm_packs_query_heads`): XQA, all query heads of one KV head packed in one
+  thread block, for head groups of 8-32 with enough blocks to fill the device, with its own
+  per-wave and per-op cycles (`library.XQA_WAVE_CYCLES`, `XQA_FIXED_CYCLES`); otherwise masked
+  MHA, one (request, head) per thread block.
 * Elementwise rows time simple hand-written kernels (`ELEMENTWISE_KERNELS`): their bytes per
   element, dependent passes and the bytes one unit keeps in flight describe that software.
 * Rows whose source replays the same tensors (`WARM_CACHE_SOURCES`) find operands that fit half
@@ -29,6 +32,7 @@ import polars as pl
 from model.compiler.autotune import best_attention, best_gemm
 from model.compiler.hardware import DTYPE_BYTES, HardwareEnvelope
 from model.compiler.kernels import elementwise_phase
+from model.compiler.library import XQA_FIXED_CYCLES, XQA_WAVE_CYCLES, trtllm_packs_query_heads
 
 OPS = ("gemm", "attention_prefill", "attention_decode", "elementwise")
 """Values of the `op` column the predictor understands."""
@@ -154,9 +158,11 @@ def _predict_attention(frame: pl.DataFrame, hw: HardwareEnvelope, causal: bool) 
         sub = frame.filter(pl.Series(sel))
         batch, q_len, kv_len = (_column(sub, c) for c in ("batch", "q_len", "kv_len"))
         heads, kv_heads = _column(sub, "heads"), _column(sub, "kv_heads")
+        packed = False if causal else trtllm_packs_query_heads(hw, batch, kv_len, heads, kv_heads)
         cost, _ = best_attention(
             hw, dtype, batch, q_len, kv_len, heads, kv_heads, head_dim, causal,
-            pack_query_heads=False,
+            pack_query_heads=np.reshape(packed, (-1, 1)),
+            packed_wave_cycles=XQA_WAVE_CYCLES, packed_fixed_cycles=XQA_FIXED_CYCLES,
         )  # fmt: skip
         # The preprocessing kernel reads q, k, v of the new tokens and writes them back (RoPE
         # applied, keys and values appended to the cache): one streaming pass.

@@ -71,9 +71,13 @@ def best_attention(
     *,
     q_in_hbm: bool = True,
     o_to_hbm: bool = True,
-    pack_query_heads: bool = True,
+    pack_query_heads=True,
+    packed_wave_cycles: float = 0.0,
+    packed_fixed_cycles: float = 0.0,
 ) -> tuple[PhaseCost, np.ndarray]:
     """The fastest candidate attention tile at each point: ((P,) cost, (P, 3) [q, kv, split]).
+
+    pack_query_heads and the packed kernel's extra cycles: as for kernels.attention_phase.
 
     Causal prefill has a tile per query block already, so KV splits are not searched there.
     """
@@ -81,7 +85,10 @@ def best_attention(
     if causal:
         candidates = candidates[candidates[:, 2] == 1]
     shape = (batch, q_len, kv_len, heads, kv_heads, head_dim, causal)
-    kwargs = {"q_in_hbm": q_in_hbm, "o_to_hbm": o_to_hbm, "pack_query_heads": pack_query_heads}
+    kwargs = {
+        "q_in_hbm": q_in_hbm, "o_to_hbm": o_to_hbm, "pack_query_heads": pack_query_heads,
+        "packed_wave_cycles": packed_wave_cycles, "packed_fixed_cycles": packed_fixed_cycles,
+    }  # fmt: skip
     times = attention_phase(hw, dtype, *shape, candidates, **kwargs).time_us
     chosen = candidates[np.argmin(times, axis=1)]
     cost = attention_phase(hw, dtype, *shape, chosen, per_point=True, **kwargs)

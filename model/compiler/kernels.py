@@ -334,9 +334,11 @@ def attention_phase(
     *,
     q_in_hbm: bool = True,
     o_to_hbm: bool = True,
-    pack_query_heads: bool = True,
+    pack_query_heads=True,
     per_point: bool = False,
     precision: type = np.float64,
+    packed_wave_cycles: float = 0.0,
+    packed_fixed_cycles: float = 0.0,
 ) -> PhaseCost:
     """Cost of flash attention for each point and candidate tile [q, kv, split].
 
@@ -349,6 +351,9 @@ def attention_phase(
     and KV head (re-reads by other query tiles hit the shared cache).
     q_in_hbm / o_to_hbm: False when the queries come from / the output goes to another op of
     the same kernel, on chip. per_point, precision: as for gemm_phase.
+    pack_query_heads: a bool or a (P, 1) bool array (the kernel a library picks per point).
+    packed_wave_cycles / packed_fixed_cycles: extra cycles a packed grouped-query kernel pays
+        per wave and per op (library.DecodeAttentionKernel; 0 for compiler-generated kernels).
     """
     b = hw.dtype_bytes(dtype)
     g = hw.tile_granule
@@ -382,6 +387,11 @@ def attention_phase(
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, B * Q * heads * head_dim
     )
+    if packed_wave_cycles or packed_fixed_cycles:  # the packed kernel's own fixed work
+        cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
+        waves = np.ceil(tiles / hw.units_per_core)
+        extra = (packed_wave_cycles * waves + packed_fixed_cycles) * cycle_s
+        time = time + np.where(packed & (group > 1), extra, 0.0)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,

@@ -72,3 +72,25 @@ def test_the_command_line_compares_a_batched_fp16_table_on_any_preset(
     out = json.loads(capsys.readouterr().out)
     assert out["rows"] + out["implausible_rows"] == 3
     assert out["mdape"] is None or np.isfinite(out["mdape"])
+
+
+def test_decode_attention_packs_query_heads_where_the_library_does() -> None:
+    from model.compiler.library import trtllm_packs_query_heads
+
+    batch, kv_len = np.array([64.0] * 5), np.array([4096.0] * 5)
+    heads, kv_heads = np.array([8, 32, 64, 128, 512.0]), np.array([8, 8, 8, 8, 8.0])
+    # groups 1 and 4 stay per-head (under half an m16 fragment), 8 and 16 pack, 64 is over XQA's 32
+    assert trtllm_packs_query_heads(A100, batch, kv_len, heads, kv_heads).tolist() == [
+        False, False, True, True, False,
+    ]  # fmt: skip
+    # too few thread blocks to fill the device: 4 x (1 request x 1 KV head x 1 block) < 108 SMs
+    assert not trtllm_packs_query_heads(A100, [1.0], [64.0], [16.0], [1.0])[0]
+    from model.compiler.autotune import best_attention
+
+    shape = ([64.0], [1.0], [4096.0], [64.0], [4.0], 128, False)  # group 16
+    packed, _ = best_attention(A100, "bf16", *shape, pack_query_heads=True)
+    per_head, _ = best_attention(A100, "bf16", *shape, pack_query_heads=False)
+    # packed: K/V fed from the cache once per KV head instead of once per query head (HBM
+    # reads K/V once either way: the other heads' re-reads hit the shared cache)
+    assert packed.hbm_bytes[0] == per_head.hbm_bytes[0]
+    assert packed.time_us[0] < per_head.time_us[0] / 2
