@@ -1,10 +1,10 @@
 """Hardware envelopes: what a device offers the compile-plan model, with units and sources.
 
-A `HardwareEnvelope` is a frozen dataclass of spec-sheet figures plus four named efficiency
-parameters. The device's compute units are partitioned into `cores` (placement targets: MIG-like
+A `HardwareEnvelope` is a frozen dataclass of spec-sheet figures plus the named parameters
+fitted on the public A100 tables (`FITTED_FIELDS`, bounded by `PARAMETER_BOUNDS`). The device's compute units are partitioned into `cores` (placement targets: MIG-like
 slices of a GPU, or the cores of an NPU); one kernel runs on one core. Every preset figure is cited
 in `PRESET_SOURCES`; `FIELD_DOCS` gives each field's unit and valid range (the packet validator can
-show them). Efficiency parameters are the only ones set from measurements (README "Parameters").
+show them). Only the fitted fields are set from measurements (README "Parameters").
 """
 
 from __future__ import annotations

@@ -7,8 +7,11 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   core's units (`ceil(tiles / units)` waves, the last one partial: wave quantization). Padding a
   dimension up to a tile multiple executes wasted FLOPs.
 * Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
-  operand traffic at this unit's share of bandwidth); each wave first waits `fill_latency_us`
-  for its operands; the epilogue (writing the output tile) follows the main loop unoverlapped.
+  operand traffic at this unit's share of bandwidth); each wave first waits a fill (a cycle
+  count, `HardwareEnvelope.fill_s`); the epilogue (writing the output tile) follows the main
+  loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
+  overlaps epilogues (`library.GemmLibrary`); with cluster multicast the tiles of a cluster
+  share their B-panel loads.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
   the unit's own port (so one busy unit cannot pull the whole HBM).
 * HBM traffic with reuse: the tiles of one wave share operand panels through the shared cache
