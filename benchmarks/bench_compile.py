@@ -8,6 +8,7 @@ runs in one process (the first, warm-up run is not counted).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -165,7 +166,13 @@ def regime_section() -> str:
 
 
 def main() -> None:
-    write_section("compile-speed", "Compile-plan model: speed", COMMAND, speed_section())
+    load_before = os.getloadavg()[0]
+    speed = speed_section()
+    speed += (
+        f"\n\n1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after "
+        f"(on {os.cpu_count()} CPUs): other work on the machine slows these figures."
+    )
+    write_section("compile-speed", "Compile-plan model: speed", COMMAND, speed)
     write_section(
         "compile-accuracy", "Compile-plan model: accuracy on the A100 data", COMMAND,
         accuracy_section(),
