@@ -7,8 +7,11 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   core's units (`ceil(tiles / units)` waves, the last one partial: wave quantization). Padding a
   dimension up to a tile multiple executes wasted FLOPs.
 * Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
-  operand traffic at this unit's share of bandwidth); each wave first waits `fill_latency_us`
-  for its operands; the epilogue (writing the output tile) follows the main loop unoverlapped.
+  operand traffic at this unit's share of bandwidth); each wave first waits a fill (a cycle
+  count, `HardwareEnvelope.fill_s`); the epilogue (writing the output tile) follows the main
+  loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
+  overlaps epilogues (`library.GemmLibrary`); with cluster multicast the tiles of a cluster
+  share their B-panel loads.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
   the unit's own port (so one busy unit cannot pull the whole HBM).
 * HBM traffic with reuse: the tiles of one wave share operand panels through the shared cache
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from model.compiler.hardware import HardwareEnvelope
+from model.compiler.library import GemmLibrary
 from model.compiler.tiles import STAGES
 
 SOFTMAX_OPS_PER_SCORE = 32.0
@@ -94,6 +98,7 @@ def _waves(
     arithmetic_s: np.ndarray,
     tile_in_bytes: np.ndarray,
     tile_out_bytes: np.ndarray,
+    library: GemmLibrary | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Time (s) of `tiles` tiles run in waves over the core's units, and the memory-bound flag.
 
@@ -101,6 +106,10 @@ def _waves(
     arithmetic_s: per-tile arithmetic alone; the phase is memory-bound when its HBM traffic
         takes longer than that (its time then stretches under HBM contention).
     tile_in_bytes / tile_out_bytes: per-tile HBM operand reads and epilogue writes.
+    library: the GEMM library's schedule (None: one thread block per tile, in waves). A
+        persistent schedule fills its pipeline once per kernel instead of once per wave; with
+        an overlapped epilogue a full wave lasts max(main loop, epilogue), the last wave's
+        epilogue still follows its main loop.
     """
     units = hw.units_per_core
     core_bps, port_bps = hw.core_hbm_bps(), hw.unit_feed_bps()
@@ -108,11 +117,16 @@ def _waves(
     last = tiles - (waves - 1) * units
     full_share = min(core_bps / units, port_bps)
     last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
-    # Every wave waits one fill latency for its first operands.
-    fill = hw.fill_latency_us * 1e-6
-    full = np.maximum(compute_s, tile_in_bytes / full_share) + tile_out_bytes / full_share
+    # Every wave waits one fill latency for its first operands (once, when persistent).
+    fill = hw.fill_s()
+    fills = 1.0 if library is not None and library.schedule == "persistent" else waves
+    main = np.maximum(compute_s, tile_in_bytes / full_share)
+    if library is not None and library.epilogue_overlap:
+        full = np.maximum(main, tile_out_bytes / full_share)
+    else:
+        full = main + tile_out_bytes / full_share
     part = np.maximum(compute_s, tile_in_bytes / last_share) + tile_out_bytes / last_share
-    time = (waves - 1) * full + part + waves * fill
+    time = (waves - 1) * full + part + fills * fill
     memory = (waves - 1) * (tile_in_bytes + tile_out_bytes) / full_share + (
         tile_in_bytes + tile_out_bytes
     ) / last_share
@@ -130,6 +144,7 @@ def _split_waves(
     out_elements: np.ndarray,
     tile_reads: np.ndarray | None = None,
     full_tiles: np.ndarray | None = None,
+    library: GemmLibrary | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Waves of tiles plus, when the reduction is split, the serialized merge pass.
 
@@ -142,14 +157,14 @@ def _split_waves(
     per_read = reads / tiles if tile_reads is None else tile_reads
     per = tiles if full_tiles is None else full_tiles
     if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
-        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, out / per)
+        time, memory_bound = _waves(
+            hw, tiles, compute_s, arithmetic_s, per_read, out / per, library
+        )
         return time, memory_bound, out + 0.0 * time
     partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
     tile_writes = np.where(split > 1, partials, out) / per
-    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes)
-    merge_s = np.where(
-        split > 1, hw.fill_latency_us * 1e-6 + (partials + out) / hw.core_hbm_bps(), 0.0
-    )
+    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes, library)
+    merge_s = np.where(split > 1, hw.fill_s() + (partials + out) / hw.core_hbm_bps(), 0.0)
     return time + merge_s, memory_bound, out + 2.0 * partials
 
 
@@ -166,6 +181,7 @@ def gemm_phase(
     out_fraction: float = 1.0,
     per_point: bool = False,
     precision: type = np.float64,
+    batch=1.0,
 ) -> PhaseCost:
     """Cost of C[m, n] = A[m, k] @ B[k, n] for each point and candidate tile [m, n, k, split].
 
@@ -177,9 +193,13 @@ def gemm_phase(
     B is a weight (or any operand) read from HBM.
     per_point: `candidates` is (P, 4), one tile per point (results are (P, 1)).
     precision: float type of the arithmetic (float32 halves the memory a search moves).
+    batch: independent GEMMs of this shape run by one kernel (a strided batched GEMM), scalar
+        or (P,): their tiles share one grid (and its waves); each has its own A, B and C.
     """
     b = hw.dtype_bytes(dtype)
     M, N, K = (_col(v).astype(precision) for v in (m, n, k))
+    batches = _col(batch).astype(precision)
+    batched = bool(np.any(batches != 1.0))  # skip the batch bookkeeping for plain GEMMs
     table = np.asarray(candidates, dtype=precision)
     tm, tn, tk, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
                          for i in range(4))  # fmt: skip
@@ -188,6 +208,8 @@ def gemm_phase(
     tk = np.minimum(tk, np.ceil(k_slice / hw.tile_granule) * hw.tile_granule)  # never step past K
     k_steps = np.ceil(k_slice / tk)
     tiles = m_tiles * n_tiles * split
+    if batched:
+        tiles = tiles * batches
     active = np.minimum(tiles, hw.units_per_core)
 
     tile_flops = 2.0 * tm * tn * tk * k_steps
@@ -201,7 +223,13 @@ def gemm_phase(
         room = hw.sram_bytes() - STAGES * tn * tk * b
         a_fetched = np.clip(1.0 - room / resident, 0.0, 1.0)
         staging = STAGES * tn * tk * b + resident
-    feed = (cols + a_fetched * rows) * tk * k_steps * b
+    # Operand feed from the shared cache. With cluster multicast (Hopper and later, when the
+    # library uses it) the c tiles of a cluster along m share their B panel: each loads 1/c of
+    # it and multicasts it to the others (a cluster is launched whole, so this holds for a
+    # lone tile too: its partner, past the edge, still loads its share).
+    library = hw.library()
+    c = hw.cluster_size if library.multicast else 1
+    feed = (cols / c + a_fetched * rows) * tk * k_steps * b
     compute_s = np.maximum(arithmetic_s, feed / hw.unit_feed_bps())
 
     # The output tiles one wave runs form a footprint of about sqrt(active) row panels x as many
@@ -209,30 +237,37 @@ def gemm_phase(
     # cache. The grid is swept footprint by footprint: A is read once per column group, B once
     # per row group. Edge padding is zero-filled, not fetched, so each read is the operand itself.
     per_split = active / split
+    if batched:  # a wave's footprint lies within one GEMM of the batch
+        per_split = np.minimum(per_split, m_tiles * n_tiles)
     panel_rows = np.minimum(m_tiles, np.ceil(np.sqrt(per_split)))
     panel_cols = np.minimum(n_tiles, np.ceil(per_split / panel_rows))
     panel_rows = np.minimum(m_tiles, np.maximum(panel_rows, np.ceil(per_split / panel_cols)))
     a_ideal, b_ideal = M * K * b, N * K * b
     a_read = np.ceil(n_tiles / panel_cols) * a_ideal
     b_read = np.ceil(m_tiles / panel_rows) * b_ideal
-    cached = (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
-    a_read = np.where(cached, a_ideal, a_read)
+    cached = batches * (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
+    a_read = np.where(cached, a_ideal, a_read)  # per GEMM of the batch from here on
     b_read = np.where(cached, b_ideal, b_read)
 
     spill = np.zeros_like(a_read)
     if a_on_chip:  # the spilled share of A is written out once and read back like an input
         spill = a_fetched * ((0.0 if a_written else a_ideal) + a_read)
         a_read = np.zeros_like(a_read)
-    out = M * N * b * out_fraction
-    reads = a_read + b_read + spill
     # A wave waits for its full tiles. A-side traffic (A and its spill) is cut along m and
     # shared by every n-tile of those rows; B-side traffic is cut along n and shared along m.
     m_full, n_full = M / rows, N / cols
     tile_reads = (a_read + spill) / (m_full * n_tiles * split) + b_read / (m_tiles * n_full * split)
+    full_tiles = m_full * n_full * split
+    if batched:  # every GEMM of the batch moves its own operands
+        a_read, b_read, spill = a_read * batches, b_read * batches, spill * batches
+        full_tiles = full_tiles * batches
+    out = batches * M * N * b * out_fraction
+    reads = a_read + b_read + spill
     time, memory_bound, writes = _split_waves(
-        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, tile_reads,
-        m_full * n_full * split,
+        hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
+        full_tiles, library,
     )  # fmt: skip
+    time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,
@@ -309,9 +344,11 @@ def attention_phase(
     *,
     q_in_hbm: bool = True,
     o_to_hbm: bool = True,
-    pack_query_heads: bool = True,
+    pack_query_heads=True,
     per_point: bool = False,
     precision: type = np.float64,
+    packed_wave_cycles: float = 0.0,
+    packed_fixed_cycles: float = 0.0,
 ) -> PhaseCost:
     """Cost of flash attention for each point and candidate tile [q, kv, split].
 
@@ -324,6 +361,9 @@ def attention_phase(
     and KV head (re-reads by other query tiles hit the shared cache).
     q_in_hbm / o_to_hbm: False when the queries come from / the output goes to another op of
     the same kernel, on chip. per_point, precision: as for gemm_phase.
+    pack_query_heads: a bool or a (P, 1) bool array (the kernel a library picks per point).
+    packed_wave_cycles / packed_fixed_cycles: extra cycles a packed grouped-query kernel pays
+        per wave and per op (library.DecodeAttentionKernel; 0 for compiler-generated kernels).
     """
     b = hw.dtype_bytes(dtype)
     g = hw.tile_granule
@@ -357,6 +397,11 @@ def attention_phase(
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, B * Q * heads * head_dim
     )
+    if packed_wave_cycles or packed_fixed_cycles:  # the packed kernel's own fixed work
+        cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
+        waves = np.ceil(tiles / hw.units_per_core)
+        extra = (packed_wave_cycles * waves + packed_fixed_cycles) * cycle_s
+        time = time + np.where(packed & (group > 1), extra, 0.0)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,
@@ -393,7 +438,7 @@ def elementwise_phase(
     total = reads + writes
     vector = hw.unit_vector_flops() * hw.units_per_core
     warm = warm_cache & (total <= hw.shared_cache_mib * 2**20 / 2)
-    fill = hw.fill_latency_us * 1e-6
+    fill = hw.fill_s()
     # Little's law: bytes in flight / latency; a cache hit returns in about half the time.
     latency = np.where(warm, fill / CACHE_HIT_SPEEDUP, fill)
     stream_bps = np.minimum(
