@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -68,12 +68,30 @@ BASES = _bases()
 FIELDS = {name: numeric_fields(Packet, data) for name, data in BASES.items()}
 
 
+def _in_range(field: NumericField, value: float) -> bool:
+    return (
+        (field.gt is None or value > field.gt)
+        and (field.ge is None or value >= field.ge)
+        and (field.lt is None or value < field.lt)
+        and (field.le is None or value <= field.le)
+    )
+
+
 @st.composite
 def edits(draw: st.DrawFn) -> tuple[str, list[tuple[Path_, int | float]]]:
-    """A base packet and one to three numeric fields set to an edge of their range."""
+    """A base packet and one to three numeric fields set to an edge of their range (inside
+    the range three times in four, so most packets get as far as `run`)."""
     name = draw(st.sampled_from(sorted(BASES)))
-    fields = draw(st.lists(st.sampled_from(FIELDS[name]), min_size=1, max_size=3, unique=True))
-    return name, [(f.path, draw(st.sampled_from(f.edges()))) for f in fields]
+    fields = FIELDS[name]
+    picked = draw(st.permutations(range(len(fields))))[: draw(st.integers(1, 3))]
+    changes = []
+    for i in picked:
+        field = fields[i]
+        inside = [v for v in field.edges() if _in_range(field, v)]
+        outside = [v for v in field.edges() if not _in_range(field, v)]
+        pool = inside if draw(st.integers(0, 3)) or not outside else outside
+        changes.append((field.path, draw(st.sampled_from(pool))))
+    return name, changes
 
 
 def _set(data: dict[str, Any], path: Path_, value: Any) -> dict[str, Any]:
@@ -85,15 +103,6 @@ def _set(data: dict[str, Any], path: Path_, value: Any) -> dict[str, Any]:
     return data
 
 
-def _in_range(field: NumericField, value: float) -> bool:
-    return (
-        (field.gt is None or value > field.gt)
-        and (field.ge is None or value >= field.ge)
-        and (field.lt is None or value < field.lt)
-        and (field.le is None or value <= field.le)
-    )
-
-
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = main(args)
     out = capsys.readouterr()
@@ -103,7 +112,7 @@ def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(case=edits())
 # The packets of issue 10: each passed check and then crashed run (or ran to a wrong verdict).
@@ -139,10 +148,12 @@ def test_check_refuses_or_every_command_runs(
         code, out = _cli(["check", "-q", str(packet)], capsys)
         outside = [path for path, value in changes if not _in_range(by_path[path], value)]
         if outside:
+            event("out of range: refused")
             assert code == 1
             assert any(f": {dotted(path)}: " in out for path in outside), out
             return
         if code:
+            event("in range: refused by a cross-field check")
             return  # a cross-field check refused it (p99 below p95, a tile that cannot fit...)
         candidate = next((path[1] for path, _ in changes if path[0] == "candidates"), None)
         args = ["run", str(packet), "--requests", RUN_REQUESTS]
@@ -151,11 +162,13 @@ def test_check_refuses_or_every_command_runs(
             args += ["--candidate", name_]
         code, out = _cli(args, capsys)
         assert code == 0, out
+        event("in range: accepted and run")
         if data["inputs"]["workload"]["requests"] > LAB_REQUESTS:
             return  # the Lab runs the packet's own count; run's --requests covered it above
         working = open_working(load_packet(packet), packet)  # what `workbench open` does first
         result = Lab().run(subject(working, name=name_))
-        assert math.isfinite(result.summary["latency_ms"]["p99"])
+        p99 = result.summary["latency_ms"]["p99"]
+        assert math.isfinite(p99) and p99 > 0  # at rate 1e-300 float64 rounded it to 0.00 ms
 
 
 def _numeric_fields_of(model: type[BaseModel]) -> list[tuple[str, str, NumericField]]:
