@@ -1,4 +1,7 @@
-"""Checks that need the model: the hardware envelope, the block, fusion groups and tiles.
+"""Checks that need the model: the hardware envelope, the block, fusion groups and tiles, that
+the autotuner has at least one tile fitting a unit's SRAM at each precision used, and a pinned
+service distribution (the runtime's own rules). Without the last two, `check` accepted packets
+that `run` then failed on.
 
 Run after the schema and cross-field checks pass, so every section is well-formed here. The
 model raises one-line ValueErrors naming the field ('tiles.qkv_proj: ...'); they are located at
