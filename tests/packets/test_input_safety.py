@@ -251,3 +251,12 @@ def test_a_huge_number_is_described_not_echoed(default_example_bytes: bytes) -> 
     assert problem.endswith(
         "inputs.workload.block.hidden: must be at most 65536, got a 30-digit number"
     )
+
+
+def test_a_refused_tag_is_quoted_without_its_escapes(default_example_bytes: bytes) -> None:
+    """A verbatim tag's %-escapes decode to any character (here ESC [2J, clear screen)."""
+    raw = default_example_bytes.replace(b"title: Llama", b"title: !<tag:x%1B[2J> Llama", 1)
+    (problem,) = _refused(raw)
+    assert problem == (
+        "p.yaml:14: title: YAML tag 'tag:x\\x1b[2J' is not accepted: packets hold plain data"
+    )
