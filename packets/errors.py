@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .safe_text import printable
+
 
 def dotted(path: Iterable[str | int]) -> str:
     """Render a path such as ('owners', 0, 'role') as `owners[0].role` (`<root>` when empty)."""
@@ -27,6 +29,8 @@ class Problem:
 
     `line` is 1-based (0 when the file has no usable line, e.g. it is not valid UTF-8).
     `path` is the field's position in the document as keys and list indices.
+    Its text form is one terminal-safe line (`safe_text.printable`), whatever the file name,
+    keys or quoted values hold.
     """
 
     file: str
@@ -38,7 +42,7 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
         tag = "" if self.severity == "error" else f"{self.severity}: "
-        return f"{where}: {dotted(self.path)}: {tag}{self.message}"
+        return printable(f"{where}: {dotted(self.path)}: {tag}{self.message}")
 
 
 class PacketError(Exception):

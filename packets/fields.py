@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag
 
+from .safe_text import describe_char, first_unsafe
 from .strict_yaml import Plain, parse_bool, parse_number
 
 _SLUG_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")
@@ -20,7 +21,17 @@ TAG_PREFIX = "~"  # union tags carry this prefix so error paths can drop them
 
 
 def _as_text(value: Any) -> Any:
-    return str(value) if isinstance(value, str) else value
+    """Text as written; refused when it holds a control, bidi or line-separator character
+    (the YAML reader already refuses those in files; this covers text built in Python)."""
+    if not isinstance(value, str):
+        return value
+    at = first_unsafe(value)
+    if at is not None:
+        raise ValueError(
+            f"text holds {describe_char(value[at])}: control characters, bidi controls and line "
+            "separators are not accepted in packet text"
+        )
+    return str(value)
 
 
 def _as_number(value: Any) -> Any:
@@ -60,7 +71,12 @@ def _as_principal(value: Any) -> Any:
 
 
 def integer(**bounds: int) -> Any:
-    """A whole-number field with bounds (gt, ge, lt, le), read from plain YAML text."""
+    """A whole-number field with bounds (gt, ge, lt, le), read from plain YAML text.
+
+    Both ends are required: an unbounded integer (10^400 reads fine in Python) overflows the
+    first float or int64 it meets in the model."""
+    if not ({"gt", "ge"} & bounds.keys() and {"lt", "le"} & bounds.keys()):
+        raise TypeError(f"integer fields need a lower and an upper bound, got {bounds}")
     return Annotated[int, Field(**bounds), BeforeValidator(_as_number)]
 
 
@@ -72,12 +88,8 @@ def number(**bounds: float) -> Any:
 Text = Annotated[str, Field(min_length=1), BeforeValidator(_as_text)]
 Slug = Annotated[str, BeforeValidator(_as_slug)]
 Principal = Annotated[str, BeforeValidator(_as_principal)]
-PosInt = integer(gt=0)
-NonNegInt = integer(ge=0)
 Seed = integer(ge=0, lt=2**63)
 Float = number()
-PosFloat = number(gt=0)
-NonNegFloat = number(ge=0)
 Fraction = number(ge=0, le=1)
 Bool = Annotated[bool, BeforeValidator(_as_bool)]
 

@@ -13,6 +13,8 @@ from .errors import Problem
 from .fields import TAG_PREFIX
 from .strict_yaml import LoadedYaml
 
+MAX_DIGITS_SHOWN = 16  # a longer whole number is described by its length, not echoed
+
 
 def clean_loc(loc: tuple[Any, ...], data: Any = None) -> tuple[str | int, ...]:
     """Drop pydantic's union tags and dict-key markers from an error location.
@@ -49,6 +51,8 @@ def _describe(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, str):
         return f"'{value}'" if len(value) <= 40 else f"'{value[:37]}...'"
+    if isinstance(value, int) and abs(value) >= 10**MAX_DIGITS_SHOWN:
+        return f"a {len(str(abs(value)))}-digit number"
     return repr(value)
 
 

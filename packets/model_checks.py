@@ -1,4 +1,7 @@
-"""Checks that need the model: the hardware envelope, the block, fusion groups and tiles.
+"""Checks that need the model: the hardware envelope, the block, fusion groups and tiles, that
+the autotuner has at least one tile fitting a unit's SRAM at each precision used, and a pinned
+service distribution (the runtime's own rules). Without the last two, `check` accepted packets
+that `run` then failed on.
 
 Run after the schema and cross-field checks pass, so every section is well-formed here. The
 model raises one-line ValueErrors naming the field ('tiles.qkv_proj: ...'); they are located at
@@ -12,12 +15,14 @@ from pathlib import Path
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
 from model.compiler.plan import resolve_tiles
+from model.compiler.tiles import attention_candidates, gemm_candidates
+from model.runtime.inputs import ServiceSpec
 
 from .candidates import apply_candidate
 from .errors import PacketError, Problem
 from .hardware_file import resolve_hardware
 from .scenario import block_spec, fusion_spec, tile_spec
-from .schema import Config, Packet
+from .schema import Config, DistributionService, Packet
 from .strict_yaml import LoadedYaml
 
 Path_ = tuple[str | int, ...]
@@ -34,6 +39,27 @@ def config_model_problems(
             (path, f"{hw.name} has no {dtype} peak (it lists {', '.join(hw.peak_tflops)})")
         )
         return found
+    head_dim = packet.inputs.workload.block.head_dim
+    try:  # the autotuner needs at least one tile that fits a unit's SRAM
+        gemm_candidates(hw, hw.dtype_bytes(dtype))
+        if head_dim is not None:
+            attention_candidates(hw, head_dim, hw.dtype_bytes(dtype))
+    except ValueError as exc:
+        path = (
+            ("inputs", "hardware", "sram_kib_per_unit")
+            if where == ("baseline",)
+            else (*where, "dtype")
+        )
+        shape = f"{dtype}" + (f", head_dim {head_dim}" if head_dim is not None else "")
+        found.append((path, f"{exc} ({shape})"))
+        return found
+    service = config.service
+    if isinstance(service, DistributionService):
+        try:  # the runtime's own rules for a pinned distribution (lognormal needs cv > 0)
+            ServiceSpec("distribution", service.dist, service.mean_ms, service.cv)
+        except ValueError as exc:
+            field, _, rest = str(exc).partition(" ")  # "service.cv must be > 0 ..."
+            found.append(((*where, "service", field.removeprefix("service.")), rest))
     block = block_spec(packet.inputs.workload.block, dtype)
     try:
         fusion_groups(block, fusion_spec(config))

@@ -11,14 +11,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from model.compiler.hardware import FIELD_DOCS
+
 from .fields import (
     Bool,
     Dtype,
     Float,
     Fraction,
-    NonNegFloat,
-    PosFloat,
-    PosInt,
     Principal,
     Seed,
     Slug,
@@ -52,6 +51,42 @@ ALL_ROLES = tuple(role for roles in ROLES_BY_TOPIC.values() for role in roles)
 
 MAX_REQUESTS = 10_000_000  # ~1 GB of per-request arrays; beyond that use several runs
 
+# Plausibility bounds: every number a packet gives has a physical range (packets/FORMAT.md
+# "Numeric ranges" gives the reason for each). Each is far outside any real deployment, yet
+# keeps every product the model forms finite and every simulated time resolvable in float64.
+MAX_HIDDEN = 65_536  # 4x Llama-3.1-405B's 16,384, the widest published dense model
+MAX_FFN_HIDDEN = 262_144  # ~5x Llama-3.1-405B's 53,248
+MAX_HEADS = 1_024  # query or KV heads: 8x Llama-3.1-405B's 128
+MAX_HEAD_DIM = 1_024  # 4x the widest in use (256); an attention tile holds Q, K, V rows of it
+MAX_LAYERS = 1_024  # 8x Llama-3.1-405B's 126
+MAX_SEQ_LEN = 16_777_216  # 2^24 tokens: 1.6x the longest announced context (10M tokens)
+MAX_TILE_DIM = 4_096  # 16x the widest tile CUTLASS or XLA's autotuner searches (256)
+MAX_BATCH = 1_024  # Triton's max_batch_size in practice; batch tables are built up to it
+MIN_RATE_PER_S = 1e-3  # one request per ~17 min: 10^7 of them span 10^10 s, ~2 us float64 ulp
+MAX_RATE_PER_S = 1e7  # one per 100 ns: 100x past any kernel's launch floor (~1 us)
+MIN_CV, MAX_CV = 0.01, 100.0  # gamma shape 1/cv^2 from 10^4 (a clock) to 10^-4 (bursts)
+MIN_MS, MAX_MS = 1e-3, 1e7  # 1 us (one kernel launch) to ~2.8 h: SLA targets, service means
+MAX_SERVICE_CV = 100.0  # lognormal sigma = sqrt(ln(1 + cv^2)) ~ 3.0 at cv 100
+MAX_COMPILE_STALL_MS = 3.6e6  # one hour of JIT compile for one shape
+MAX_DISPATCH_US = FIELD_DOCS["launch_overhead_us"][3]  # as the launch overhead: 0.1 s
+MAX_QUEUE_DELAY_MS = 60_000.0  # a batcher that holds a request a minute is no latency server
+MAX_LOAD_FACTOR = 100.0  # validation loads are multiples of the packet's rate
+MAX_WINDOW_S = 604_800.0  # rollback windows up to one week
+
+
+def envelope_number(name: str, integer_field: bool = False) -> Any:
+    """A hardware envelope field bounded by the model's own FIELD_DOCS range."""
+    _unit, _meaning, low, high = FIELD_DOCS[name]
+    return integer(ge=low, le=high) if integer_field else number(ge=low, le=high)
+
+
+PosCount = integer(gt=0, le=MAX_REQUESTS)  # request counts
+Ms = number(ge=MIN_MS, le=MAX_MS)
+RatePerS = number(ge=MIN_RATE_PER_S, le=MAX_RATE_PER_S)
+SeqLen = integer(gt=0, le=MAX_SEQ_LEN)
+TileDim = integer(gt=0, le=MAX_TILE_DIM)
+BatchSize = integer(gt=0, le=MAX_BATCH)
+
 
 class Strict(BaseModel):
     """Base for every section: unknown keys are errors, types are never coerced."""
@@ -81,20 +116,24 @@ class Block(Strict):
     kind: choice(*BLOCK_KINDS)  # type: ignore[valid-type]
     phase: choice("prefill", "decode")  # type: ignore[valid-type]
     dtype: Dtype
-    hidden: PosInt
-    heads: PosInt | None = None
-    kv_heads: PosInt | None = None
-    head_dim: PosInt | None = None
-    ffn_hidden: PosInt | None = None
-    layers: PosInt = Field(default=1, description="Times the block runs per request.")
+    hidden: integer(gt=0, le=MAX_HIDDEN)  # type: ignore[valid-type]
+    heads: integer(gt=0, le=MAX_HEADS) | None = None  # type: ignore[valid-type]
+    kv_heads: integer(gt=0, le=MAX_HEADS) | None = None  # type: ignore[valid-type]
+    head_dim: integer(gt=0, le=MAX_HEAD_DIM) | None = None  # type: ignore[valid-type]
+    ffn_hidden: integer(gt=0, le=MAX_FFN_HIDDEN) | None = None  # type: ignore[valid-type]
+    layers: integer(gt=0, le=MAX_LAYERS) = Field(  # type: ignore[valid-type]
+        default=1, description="Times the block runs per request."
+    )
 
 
 class Arrivals(Strict):
     """Request arrival process."""
 
     process: choice("poisson", "gamma", "trace")  # type: ignore[valid-type]
-    rate_per_s: PosFloat | None = Field(default=None, description="Mean arrival rate, 1/s.")
-    cv: PosFloat | None = Field(default=None, description="Gamma inter-arrival CV.")
+    rate_per_s: RatePerS | None = Field(default=None, description="Mean arrival rate, 1/s.")
+    cv: number(ge=MIN_CV, le=MAX_CV) | None = Field(  # type: ignore[valid-type]
+        default=None, description="Gamma inter-arrival CV."
+    )
     trace: Text | None = Field(
         default=None,
         description="File of arrival times in ms, one per line, relative to the packet.",
@@ -104,7 +143,7 @@ class Arrivals(Strict):
 class ShapeMix(Strict):
     """Discrete distribution of one runtime shape dimension."""
 
-    values: list[PosInt] = Field(min_length=1)
+    values: list[SeqLen] = Field(min_length=1)  # type: ignore[valid-type]
     weights: list[Fraction] = Field(min_length=1)
 
 
@@ -124,7 +163,7 @@ class Workload(Strict):
         default="synthetic",
         description="Whether the shape mix comes from production traffic or was made up.",
     )
-    requests: integer(gt=0, le=MAX_REQUESTS)  # type: ignore[valid-type]
+    requests: PosCount  # type: ignore[valid-type]
     warmup_fraction: number(ge=0, le=0.9) = Field(  # type: ignore[valid-type]
         default=0.0, description="Share of the earliest requests left out of statistics."
     )
@@ -133,9 +172,9 @@ class Workload(Strict):
 class Sla(Strict):
     """Service-level target, judged on the tail."""
 
-    p95_ms: PosFloat
-    p99_ms: PosFloat
-    min_throughput_per_s: PosFloat | None = None
+    p95_ms: Ms  # type: ignore[valid-type]
+    p99_ms: Ms  # type: ignore[valid-type]
+    min_throughput_per_s: RatePerS | None = None  # type: ignore[valid-type]
 
 
 class Quality(Strict):
@@ -168,21 +207,24 @@ class Metadata(Strict):
 # Hardware envelope fields (model/compiler/hardware.py FIELD_DOCS gives units and ranges),
 # shared by a packet's `inputs.hardware` overrides and hardware files.
 ENVELOPE_FIELDS: dict[str, Any] = {
-    "cores": (PosInt | None, Field(default=None, description="Placement targets.")),
-    "units_per_core": (PosInt | None, None),
-    "peak_tflops": (dict[Dtype, PosFloat] | None, None),
-    "vector_tflops": (PosFloat | None, None),
-    "hbm_gbs": (PosFloat | None, None),
-    "cache_gbs": (PosFloat | None, None),
-    "sram_kib_per_unit": (PosFloat | None, None),
-    "shared_cache_mib": (NonNegFloat | None, None),
-    "launch_overhead_us": (NonNegFloat | None, None),
-    "min_kernel_us": (NonNegFloat | None, None),
-    "clock_scale": (number(gt=0, le=2) | None, None),
-    "tile_granule": (PosInt | None, None),
-    "compute_efficiency": (number(gt=0, le=1) | None, None),
-    "memory_efficiency": (number(gt=0, le=1) | None, None),
-    "fill_latency_us": (NonNegFloat | None, None),
+    "cores": (
+        envelope_number("cores", True) | None,
+        Field(default=None, description="Placement targets."),
+    ),
+    "units_per_core": (envelope_number("units_per_core", True) | None, None),
+    "peak_tflops": (dict[Dtype, envelope_number("peak_tflops")] | None, None),  # type: ignore[misc]
+    "vector_tflops": (envelope_number("vector_tflops") | None, None),
+    "hbm_gbs": (envelope_number("hbm_gbs") | None, None),
+    "cache_gbs": (envelope_number("cache_gbs") | None, None),
+    "sram_kib_per_unit": (envelope_number("sram_kib_per_unit") | None, None),
+    "shared_cache_mib": (envelope_number("shared_cache_mib") | None, None),
+    "launch_overhead_us": (envelope_number("launch_overhead_us") | None, None),
+    "min_kernel_us": (envelope_number("min_kernel_us") | None, None),
+    "clock_scale": (envelope_number("clock_scale") | None, None),
+    "tile_granule": (envelope_number("tile_granule", True) | None, None),
+    "compute_efficiency": (envelope_number("compute_efficiency") | None, None),
+    "memory_efficiency": (envelope_number("memory_efficiency") | None, None),
+    "fill_latency_us": (envelope_number("fill_latency_us") | None, None),
 }
 
 Hardware = create_model(
@@ -218,16 +260,16 @@ class Inputs(Strict):
 class GemmTile(Strict):
     """A GEMM tile: output block m x n, reduction step k."""
 
-    m: PosInt
-    n: PosInt
-    k: PosInt
+    m: TileDim  # type: ignore[valid-type]
+    n: TileDim  # type: ignore[valid-type]
+    k: TileDim  # type: ignore[valid-type]
 
 
 class AttentionTile(Strict):
     """An attention tile: query block and key/value block lengths."""
 
-    q: PosInt
-    kv: PosInt
+    q: TileDim  # type: ignore[valid-type]
+    kv: TileDim  # type: ignore[valid-type]
 
 
 def _tile_kind(value: Any) -> str | None:
@@ -263,16 +305,16 @@ Fusion = tagged(
 class CompiledShapes(Strict):
     """Shape buckets the compiler built kernels for; anything larger takes the fallback path."""
 
-    seq_len: list[PosInt] = Field(min_length=1)
+    seq_len: list[SeqLen] = Field(min_length=1)  # type: ignore[valid-type]
 
 
 class Fallback(Strict):
     """The generic path for shapes outside every compiled bucket."""
 
-    compile_stall_ms: NonNegFloat = Field(
+    compile_stall_ms: number(ge=0, le=MAX_COMPILE_STALL_MS) = Field(  # type: ignore[valid-type]
         default=0.0, description="One-time JIT compile stall per new shape, ms."
     )
-    dispatch_overhead_us: NonNegFloat = Field(
+    dispatch_overhead_us: number(ge=0, le=MAX_DISPATCH_US) = Field(  # type: ignore[valid-type]
         default=0.0, description="Extra host dispatch per kernel on the generic path, us."
     )
 
@@ -280,8 +322,8 @@ class Fallback(Strict):
 class BatchPolicy(Strict):
     """Dynamic batching, Triton semantics."""
 
-    max_batch: integer(gt=0, le=1024)  # type: ignore[valid-type]
-    max_queue_delay_ms: NonNegFloat
+    max_batch: BatchSize  # type: ignore[valid-type]
+    max_queue_delay_ms: number(ge=0, le=MAX_QUEUE_DELAY_MS)  # type: ignore[valid-type]
     bucketing: Bool = Field(default=False, description="Keep each batch within one shape bucket.")
 
 
@@ -296,8 +338,8 @@ class DistributionService(Strict):
 
     source: choice("distribution")  # type: ignore[valid-type]
     dist: choice("exponential", "deterministic", "lognormal")  # type: ignore[valid-type]
-    mean_ms: PosFloat
-    cv: NonNegFloat | None = None
+    mean_ms: Ms  # type: ignore[valid-type]
+    cv: number(ge=0, le=MAX_SERVICE_CV) | None = None  # type: ignore[valid-type]
 
 
 def _service_kind(value: Any) -> str | None:
@@ -329,15 +371,15 @@ class Config(Strict):
 class FallbackPatch(Strict):
     """Fields of `fallback` a candidate changes."""
 
-    compile_stall_ms: NonNegFloat | None = None
-    dispatch_overhead_us: NonNegFloat | None = None
+    compile_stall_ms: number(ge=0, le=MAX_COMPILE_STALL_MS) | None = None  # type: ignore[valid-type]
+    dispatch_overhead_us: number(ge=0, le=MAX_DISPATCH_US) | None = None  # type: ignore[valid-type]
 
 
 class BatchPolicyPatch(Strict):
     """Fields of `batch_policy` a candidate changes."""
 
-    max_batch: integer(gt=0, le=1024) | None = None  # type: ignore[valid-type]
-    max_queue_delay_ms: NonNegFloat | None = None
+    max_batch: BatchSize | None = None  # type: ignore[valid-type]
+    max_queue_delay_ms: number(ge=0, le=MAX_QUEUE_DELAY_MS) | None = None  # type: ignore[valid-type]
     bucketing: Bool | None = None
 
 
@@ -369,8 +411,8 @@ class WorkloadSlice(Strict):
 
     config: Text
     seed: Seed
-    requests: PosInt
-    rate_per_s: PosFloat | None = None
+    requests: PosCount  # type: ignore[valid-type]
+    rate_per_s: RatePerS | None = None  # type: ignore[valid-type]
     shape_mix: Text
     command: Text
 
@@ -438,7 +480,7 @@ class NamedShapeMix(Strict):
 
     name: Text
     source: choice("production", "synthetic")  # type: ignore[valid-type]
-    values: list[PosInt]
+    values: list[SeqLen]  # type: ignore[valid-type]
     weights: list[Fraction]
 
 
@@ -454,8 +496,8 @@ class CellMiss(Strict):
 class MatrixCell(Strict):
     """One scenario x configuration of the validation matrix."""
 
-    load_factor: PosFloat
-    rate_per_s: PosFloat | None = None
+    load_factor: number(gt=0, le=MAX_LOAD_FACTOR)  # type: ignore[valid-type]
+    rate_per_s: number(gt=0, le=MAX_LOAD_FACTOR * MAX_RATE_PER_S) | None = None  # type: ignore[valid-type]
     shape_mix: Text
     seed: Seed
     config: Text
@@ -473,11 +515,11 @@ class MatrixCell(Strict):
 class MemoryCheck(Strict):
     """Fusion validated against memory constraints (SRAM capacity, spill, HBM bursts)."""
 
-    batch: PosInt
-    seq_len: PosInt
+    batch: BatchSize  # type: ignore[valid-type]
+    seq_len: SeqLen  # type: ignore[valid-type]
     sram_over_capacity: list[Text] = Field(default_factory=list)
-    spill_mb_per_request: NonNegFloat
-    baseline_spill_mb_per_request: NonNegFloat
+    spill_mb_per_request: number(ge=0)  # type: ignore[valid-type]
+    baseline_spill_mb_per_request: number(ge=0)  # type: ignore[valid-type]
     hbm_peak_demand_ratio_max: Float | None = None
     baseline_hbm_peak_demand_ratio_max: Float | None = None
     verdict: Text
@@ -488,8 +530,8 @@ class ValidationMatrix(Strict):
 
     inputs_sha256: Text
     candidate: Text
-    requests: PosInt
-    load_factors: list[PosFloat]
+    requests: PosCount  # type: ignore[valid-type]
+    load_factors: list[number(gt=0, le=MAX_LOAD_FACTOR)]  # type: ignore[valid-type]
     shape_mixes: list[NamedShapeMix]
     seeds: list[Seed]
     cells: list[MatrixCell]
@@ -502,7 +544,7 @@ class RollbackTrigger(Strict):
     metric: Text
     comparison: choice(">", "<")  # type: ignore[valid-type]
     threshold: Float
-    window_s: PosFloat
+    window_s: number(gt=0, le=MAX_WINDOW_S)  # type: ignore[valid-type]
     action: Text
     derived_from: Text
 

@@ -25,9 +25,18 @@ from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
 from .errors import PacketError, Problem
+from .safe_text import describe_char, first_unsafe, printable
 
 MAX_BYTES = 1024 * 1024  # 1 MiB: the largest real packet is a few tens of KiB
 MAX_DEPTH = 32  # nesting levels; the packet schema needs fewer than 10
+MAX_TAG_SHOWN = 60  # characters of a refused tag quoted in its error
+MAX_INT_DIGITS = 40  # no field takes a whole number this long (seeds are < 2^63: 19 digits)
+
+# YAML 1.2 breaks lines at LF, CR, CRLF, NEL, LS and PS (spec 5.4); a reader or reviewer that
+# splits on LF alone sees one line where YAML sees several (a '# comment' can carry a whole
+# section after a lone CR). Packets use LF, or CRLF pairs, only.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+_BREAK_NAMES = {"\r": "a CR not followed by LF", "\x85": "NEL", "\u2028": "LS", "\u2029": "PS"}
 
 PLAIN_TAG = "tag:handoff-workbench:plain"
 STR_TAG = "tag:yaml.org,2002:str"
@@ -75,15 +84,17 @@ def parse_number(text: str) -> int | float:
     """
     if _INT_RE.match(text):
         digits = text.lstrip("+-")
+        if len(digits) > MAX_INT_DIGITS:
+            raise ValueError(f"a {len(digits)}-digit number is beyond the range of every field")
         if len(digits) > 1 and digits.startswith("0"):
             raise ValueError(
                 f"'{text}' has a leading zero (YAML 1.1 reads it as octal): write {int(text)}"
             )
         return int(text)
-    if _HEX_RE.match(text):
-        return int(text, 16)
-    if _OCT_RE.match(text):
-        return int(text[2:], 8)
+    if _HEX_RE.match(text) or _OCT_RE.match(text):
+        if len(text) - 2 > MAX_INT_DIGITS:
+            raise ValueError(f"a {len(text) - 2}-digit number is beyond the range of every field")
+        return int(text[2:], 16 if text[1] == "x" else 8)
     if _FLOAT_RE.match(text):
         return float(text)
     if text in _SPECIAL_FLOATS:
@@ -156,9 +167,13 @@ class _Loader(Reader, Scanner, Parser, Composer, SafeConstructor, _Resolver):
         if self._depth > MAX_DEPTH:
             raise _Refused(event.start_mark.line + 1, f"nesting deeper than {MAX_DEPTH} levels")
         try:
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        tag = getattr(event, "tag", None)
+        if tag is not None:  # written in the file (`!!seq`, `!x`, `!`), not resolved by us
+            node.explicit_tag = tag
+        return node
 
 
 class _Refused(Exception):
@@ -189,7 +204,37 @@ def _decode(raw: bytes, name: str) -> str:
         raise PacketError.single(name, line, (), "contains a NUL character: not a text file")
     if not text.strip():
         raise PacketError.single(name, 1, (), "file is empty")
+    _refuse_raw_characters(text, name)
     return text
+
+
+def _line_at(text: str, index: int) -> int:
+    """1-based line of `text[index]`, counting LF line ends (the only ones a packet has)."""
+    return text.count("\n", 0, index) + 1
+
+
+def _refuse_raw_characters(text: str, name: str) -> None:
+    """Refuse line breaks other than LF/CRLF and unsafe characters anywhere in the file,
+    comments included (a bidi override in a comment reorders what a reviewer sees)."""
+    brk = _OTHER_BREAKS.search(text)
+    if brk:
+        char = brk.group()
+        raise PacketError.single(
+            name,
+            _line_at(text, brk.start()),
+            (),
+            f"line break {describe_char(char)}: {_BREAK_NAMES[char]} ends a line for YAML but "
+            "not for most tools; packets break lines with LF (or CRLF) only",
+        )
+    at = first_unsafe(text.replace("\r\n", " \n"))
+    if at is not None:
+        raise PacketError.single(
+            name,
+            _line_at(text, at),
+            (),
+            f"character {describe_char(text[at])} is not allowed in a packet "
+            "(control characters and bidi controls would reach the terminal or reorder text)",
+        )
 
 
 def _reader_problem(text: str, exc: yaml.reader.ReaderError, name: str) -> PacketError:
@@ -203,8 +248,9 @@ def load_yaml(raw: bytes, name: str) -> LoadedYaml:
     """Load one strict YAML document from `raw` bytes; `name` is used in error messages.
 
     Raises PacketError (never anything else) for: files over MAX_BYTES, non-UTF-8 bytes, empty
-    files, syntax errors, several documents, aliases/anchors, explicit tags other than `!!str`,
-    non-text or duplicate mapping keys, and nesting deeper than MAX_DEPTH.
+    files, line breaks other than LF/CRLF, control and bidi characters (in the file or written
+    as escapes in text), syntax errors, several documents, aliases/anchors, explicit tags on
+    anything, non-text or duplicate mapping keys, and nesting deeper than MAX_DEPTH.
     """
     text = _decode(raw, name)
     try:
@@ -257,7 +303,15 @@ def _build(
     """Turn a composed node into dicts/lists/str/Plain/None, recording lines (recursive: the
     tree is at most MAX_DEPTH deep)."""
     lines.setdefault(path, node.start_mark.line + 1)
+    explicit = getattr(node, "explicit_tag", None)
+    if explicit is not None:
+        problems.append(_tag_problem(name, node, path, explicit))
+        return None
     if isinstance(node, ScalarNode):
+        unsafe = _unsafe_problem(name, node, path, "text")
+        if unsafe:
+            problems.append(unsafe)
+            return None
         if node.tag == PLAIN_TAG:
             return None if node.value in NULL_WORDS else Plain(node.value)
         if node.tag == STR_TAG:
@@ -280,6 +334,15 @@ def _build(
         first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
             line = key_node.start_mark.line + 1
+            explicit = getattr(key_node, "explicit_tag", None)
+            if explicit is not None:
+                problems.append(_tag_problem(name, key_node, path, explicit))
+                continue
+            if isinstance(key_node, ScalarNode):
+                unsafe = _unsafe_problem(name, key_node, path, "key")
+                if unsafe:
+                    problems.append(unsafe)
+                    continue
             if not isinstance(key_node, ScalarNode) or key_node.tag not in (PLAIN_TAG, STR_TAG):
                 problems.append(Problem(name, line, path, "mapping keys must be plain text"))
                 continue
@@ -303,3 +366,30 @@ def _build(
         return out
     problems.append(Problem(name, node.start_mark.line + 1, path, "unsupported YAML node"))
     return None
+
+
+def _tag_problem(name: str, node: Node, path: tuple[str | int, ...], tag: str) -> Problem:
+    shown = printable(tag if len(tag) <= MAX_TAG_SHOWN else tag[: MAX_TAG_SHOWN - 3] + "...")
+    return Problem(
+        name,
+        node.start_mark.line + 1,
+        path,
+        f"YAML tag '{shown}' is not accepted: packets hold plain data",
+    )
+
+
+def _unsafe_problem(
+    name: str, node: ScalarNode, path: tuple[str | int, ...], what: str
+) -> Problem | None:
+    """A problem when a scalar (written with escapes such as "\\e" or "\\u202e") holds a
+    character packet text may not hold; None when it is clean."""
+    at = first_unsafe(node.value)
+    if at is None:
+        return None
+    return Problem(
+        name,
+        node.start_mark.line + 1,
+        path,
+        f"{what} holds {describe_char(node.value[at])}: control characters, bidi controls and "
+        "line separators are not accepted in packet text",
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from packets.safe_text import printable
+
 
 def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.2f} ms"
@@ -61,4 +63,4 @@ def run_text(summary: dict[str, Any]) -> str:
             f"              also {secondary['class']} ({secondary['metric']} = {secondary['value']})"
         )
     lines.append(f"reproduce     {cls['primary']['command']}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # names and commands come from packets

@@ -50,7 +50,7 @@ def test_out_of_bounds_value_is_refused_with_the_schema_message(working: Working
     refused = apply_edit(working, P95, -1.0)
     assert isinstance(refused, Problem)
     assert refused.path == P95
-    assert "greater than 0" in refused.message
+    assert "must be at least 0.001" in refused.message
 
 
 def test_cross_field_refusal_names_the_other_field(working: WorkingPacket) -> None:

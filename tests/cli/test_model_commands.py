@@ -106,7 +106,7 @@ def test_sweep_over_load_raises_the_tail(capsys: pytest.CaptureFixture[str]) -> 
         ("batch_policy.max_batch=0", "batch_policy.max_batch: must be greater than 0"),
         ("placement=least-load", "did you mean 'least-loaded'"),
         ("compiled_shapes.seq_len=[512, 256]", "must be distinct and ascending"),
-        ("inputs.workload.arrivals.rate_per_s=-3", "must be greater than 0"),
+        ("inputs.workload.arrivals.rate_per_s=-3", "must be at least 0.001"),
         ("fusion=[[attn_norm]]", "fusion"),
         ("nosuch.knob=1", "no section 'nosuch'"),
         ("placement", "expected PATH=VALUE"),

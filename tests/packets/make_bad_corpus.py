@@ -76,9 +76,44 @@ cases = {
     ),
     "text-field-null": sub("runtime: npu-rt 4.2.0", "runtime:"),
     "merge-key": sub("  batch_policy:\n", "  batch_policy:\n    <<: {max_batch: 4}\n"),
+    # Line breaks YAML honours but line-based tools do not (issue 10, item 1).
+    "cr-smuggled-section": sub(
+        "seed: 20261129\n", "seed: 20261129  # reviewed\rcandidates: []\nseed_note: x\n"
+    ),
+    "nel-line-break": sub("title: Llama", "title: Llama\u0085"),
+    "ls-line-break": sub("# cut launch", "# cut\u2028launch"),
+    "ps-line-break": sub("name: Ada Park", "name: Ada\u2029Park"),
+    # Tags on collections, escapes and bidi controls (item 7).
+    "tag-on-sequence": sub(
+        "values: [512, 1024, 2048, 4096, 8192]",
+        "values: !!python/object/apply:os.system [512, 1024, 2048, 4096, 8192]",
+    ),
+    "tag-on-mapping": sub("  batch_policy:\n", "  batch_policy: !!python/object/apply:os.system\n"),
+    "str-tag": sub("title: Llama", "title: !!str Llama"),
+    "escape-in-text": sub("title: Llama", 'title: "\\e]0;pwned\\a\\e[2J" # Llama'),
+    "bidi-escape-in-key": sub(
+        "    max_batch: 8\n", '    max_batch: 8\n    "max\\u202e_batch": 8\n'
+    ),
+    "bidi-in-comment": sub("# cut launch", "# cut \u202eesruoc fo\u202c launch"),
+    # Numbers past any physical range that used to crash `run` (item 10).
+    "huge-integer": sub("hidden: 3072", "hidden: 1" + "0" * 400),
+    "rate-underflow": sub("rate_per_s: 250.0", "rate_per_s: 5e-324"),
+    "rate-too-small": sub("rate_per_s: 250.0", "rate_per_s: 1e-300"),
+    "gamma-cv-too-large": sub(
+        "process: poisson\n      rate_per_s: 250.0",
+        "process: gamma\n      rate_per_s: 250.0\n      cv: 1e300",
+    ),
+    "head-dim-too-large": sub("head_dim: 128", "head_dim: 1000000"),
+    "lognormal-cv-zero": sub(
+        "  service:\n    source: model\n",
+        "  service:\n    source: distribution\n    dist: lognormal\n    mean_ms: 12.5\n    cv: 0\n",
+    ),
+    "sram-fits-no-tile": sub(
+        "    preset: npu-8c\n", "    preset: npu-8c\n    sram_kib_per_unit: 1\n"
+    ),
 }
 for name, text in cases.items():
-    (out / f"{name}.yaml").write_text(text)
+    (out / f"{name}.yaml").write_bytes(text.encode())  # bytes: no newline translation
 (out / "empty.yaml").write_text("")
 (out / "not-utf8.yaml").write_bytes(src.encode().replace(b"Ada Park", b"Ada P\xe4rk"))
 (out / "nul-byte.yaml").write_bytes(src.encode().replace(b"Kenji", b"Ken\x00ji"))

@@ -12,13 +12,31 @@ from hypothesis import strategies as st
 from packets.dump import dump_packet
 from packets.errors import PacketError
 from packets.load import LoadedPacket, parse_packet
-from packets.schema import Packet, RollbackTrigger
+from packets.safe_text import first_unsafe
+from packets.schema import (
+    MAX_MS,
+    MAX_RATE_PER_S,
+    MAX_SEQ_LEN,
+    MAX_WINDOW_S,
+    MIN_MS,
+    MIN_RATE_PER_S,
+    Packet,
+    RollbackTrigger,
+)
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60)
-positive = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
+# Any character packet text may hold (control, bidi and line-separator characters are refused:
+# tests/packets/test_input_safety.py).
+text = st.text(
+    st.characters(blacklist_categories=("Cs",)).filter(lambda c: first_unsafe(c) is None),
+    min_size=1,
+    max_size=60,
+)
+rate = st.floats(min_value=MIN_RATE_PER_S, max_value=MAX_RATE_PER_S)
+p95_ms = st.floats(min_value=MIN_MS, max_value=MAX_MS / 10)
+window_s = st.floats(min_value=1e-300, max_value=MAX_WINDOW_S)
 
 
 @st.composite
@@ -33,8 +51,8 @@ def edited_packets(draw: st.DrawFn, base: Packet) -> Packet:
     """The default example with its free text, numbers and mixes replaced by drawn values."""
     inputs = base.inputs
     n = draw(st.integers(1, 6))
-    values = sorted(draw(st.sets(st.integers(1, 2**31), min_size=n, max_size=n)))
-    p95 = draw(positive)
+    values = sorted(draw(st.sets(st.integers(1, MAX_SEQ_LEN), min_size=n, max_size=n)))
+    p95 = draw(p95_ms)
     mix = inputs.workload.shapes.seq_len.model_copy(
         update={"values": values, "weights": draw(weights(n))}
     )
@@ -42,7 +60,7 @@ def edited_packets(draw: st.DrawFn, base: Packet) -> Packet:
         update={
             "shapes": inputs.workload.shapes.model_copy(update={"seq_len": mix}),
             "requests": draw(st.integers(1000, 10_000_000)),
-            "arrivals": inputs.workload.arrivals.model_copy(update={"rate_per_s": draw(positive)}),
+            "arrivals": inputs.workload.arrivals.model_copy(update={"rate_per_s": draw(rate)}),
         }
     )
     sla = inputs.sla.model_copy(update={"p95_ms": p95, "p99_ms": p95 * draw(st.floats(1, 10))})
@@ -69,7 +87,7 @@ def triggers(draw: st.DrawFn) -> RollbackTrigger:
         metric=draw(text),
         comparison=draw(st.sampled_from([">", "<"])),
         threshold=draw(st.floats(allow_nan=False, allow_infinity=False)),
-        window_s=draw(positive),
+        window_s=draw(window_s),
         action=draw(text),
         derived_from=draw(text),
     )

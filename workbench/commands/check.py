@@ -1,4 +1,7 @@
-"""`workbench check FILE...`: validate packets, print every problem as FILE:LINE: path: message."""
+"""`workbench check FILE...`: validate packets, print every problem as FILE:LINE: path: message.
+
+Every line printed is terminal-safe (`packets.safe_text.printable`: problems format that way;
+the `ok` line names a file the user gave, which may hold anything)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 from packets.errors import PacketError
 from packets.files import read_file_bytes
 from packets.load import parse_packet
+from packets.safe_text import printable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
             print(warning)
         if not args.quiet:
             note = f" ({len(loaded.warnings)} warning(s))" if loaded.warnings else ""
-            print(f"{path}: ok{note}")
+            print(printable(f"{path}: ok{note}"))
     return 1 if invalid else 0

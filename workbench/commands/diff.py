@@ -8,6 +8,7 @@ from itertools import groupby
 from pathlib import Path
 
 from packets.load import load_packet
+from packets.safe_text import printable, printable_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,12 +28,14 @@ def run(args: argparse.Namespace) -> int:
 
     changes = diff_packets(load_packet(args.old).packet, load_packet(args.new).packet)
     if args.json:
-        print(json.dumps([c.__dict__ for c in changes], indent=2, ensure_ascii=False))
+        print(
+            printable_json(json.dumps([c.__dict__ for c in changes], indent=2, ensure_ascii=False))
+        )
     elif not changes:
         print("no changes")
     else:
         for section, items in groupby(changes, key=lambda c: c.section):
             print(f"== {section}")
             for change in items:
-                print(change)
+                print(printable(str(change)))  # packet text never reaches the terminal raw
     return 1 if changes else 0
