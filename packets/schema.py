@@ -49,7 +49,7 @@ ROLES_BY_TOPIC: dict[str, dict[str, str]] = {
 }
 ALL_ROLES = tuple(role for roles in ROLES_BY_TOPIC.values() for role in roles)
 
-MAX_REQUESTS = 10_000_000  # ~1 GB of per-request arrays; beyond that use several runs
+MAX_REQUESTS = 10_000_000  # ~2.1 GB peak for one run (model/runtime/README.md "Memory"); beyond that use several runs
 
 # Plausibility bounds: every number a packet gives has a physical range (packets/FORMAT.md
 # "Numeric ranges" gives the reason for each). Each is far outside any real deployment, yet
