@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from packets.errors import PacketError, TelemetryProblem, UsageError
+from packets.safe_text import printable
 
 from .commands import (
     artifact,
@@ -89,11 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 1
-    except TelemetryProblem as exc:
-        print(f"workbench: {exc}", file=sys.stderr)
+    except TelemetryProblem as exc:  # messages name files and values a user typed: sanitized
+        print(f"workbench: {printable(str(exc))}", file=sys.stderr)
         return 1
     except UsageError as exc:
-        print(f"workbench: {exc}", file=sys.stderr)
+        print(f"workbench: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("WORKBENCH_DEBUG"):
             raise
         print(
-            f"workbench: internal error: {type(exc).__name__}: {exc} "
+            f"workbench: internal error: {type(exc).__name__}: {printable(str(exc))} "
             "(set WORKBENCH_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )

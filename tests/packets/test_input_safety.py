@@ -260,3 +260,14 @@ def test_a_refused_tag_is_quoted_without_its_escapes(default_example_bytes: byte
     assert problem == (
         "p.yaml:14: title: YAML tag 'tag:x\\x1b[2J' is not accepted: packets hold plain data"
     )
+
+
+def test_usage_errors_print_no_escape_from_what_the_user_typed(tmp_path, capsys) -> None:
+    """A missing file's name (a usage error, not a packet problem) is sanitized too."""
+    from workbench.cli import main
+
+    name = tmp_path / "evil\x1b]0;pwned\x07.yaml"
+    assert main(["check", str(name)]) != 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "\\x1b" in err
