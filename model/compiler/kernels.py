@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from model.compiler.hardware import HardwareEnvelope
+from model.compiler.library import GemmLibrary
 from model.compiler.tiles import STAGES
 
 SOFTMAX_OPS_PER_SCORE = 32.0
@@ -94,6 +95,7 @@ def _waves(
     arithmetic_s: np.ndarray,
     tile_in_bytes: np.ndarray,
     tile_out_bytes: np.ndarray,
+    library: GemmLibrary | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Time (s) of `tiles` tiles run in waves over the core's units, and the memory-bound flag.
 
@@ -101,6 +103,10 @@ def _waves(
     arithmetic_s: per-tile arithmetic alone; the phase is memory-bound when its HBM traffic
         takes longer than that (its time then stretches under HBM contention).
     tile_in_bytes / tile_out_bytes: per-tile HBM operand reads and epilogue writes.
+    library: the GEMM library's schedule (None: one thread block per tile, in waves). A
+        persistent schedule fills its pipeline once per kernel instead of once per wave; with
+        an overlapped epilogue a full wave lasts max(main loop, epilogue), the last wave's
+        epilogue still follows its main loop.
     """
     units = hw.units_per_core
     core_bps, port_bps = hw.core_hbm_bps(), hw.unit_feed_bps()
@@ -108,11 +114,16 @@ def _waves(
     last = tiles - (waves - 1) * units
     full_share = min(core_bps / units, port_bps)
     last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
-    # Every wave waits one fill latency for its first operands.
-    fill = hw.fill_latency_us * 1e-6
-    full = np.maximum(compute_s, tile_in_bytes / full_share) + tile_out_bytes / full_share
+    # Every wave waits one fill latency for its first operands (once, when persistent).
+    fill = hw.fill_s()
+    fills = 1.0 if library is not None and library.schedule == "persistent" else waves
+    main = np.maximum(compute_s, tile_in_bytes / full_share)
+    if library is not None and library.epilogue_overlap:
+        full = np.maximum(main, tile_out_bytes / full_share)
+    else:
+        full = main + tile_out_bytes / full_share
     part = np.maximum(compute_s, tile_in_bytes / last_share) + tile_out_bytes / last_share
-    time = (waves - 1) * full + part + waves * fill
+    time = (waves - 1) * full + part + fills * fill
     memory = (waves - 1) * (tile_in_bytes + tile_out_bytes) / full_share + (
         tile_in_bytes + tile_out_bytes
     ) / last_share
@@ -130,6 +141,7 @@ def _split_waves(
     out_elements: np.ndarray,
     tile_reads: np.ndarray | None = None,
     full_tiles: np.ndarray | None = None,
+    library: GemmLibrary | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Waves of tiles plus, when the reduction is split, the serialized merge pass.
 
@@ -142,14 +154,14 @@ def _split_waves(
     per_read = reads / tiles if tile_reads is None else tile_reads
     per = tiles if full_tiles is None else full_tiles
     if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
-        time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, out / per)
+        time, memory_bound = _waves(
+            hw, tiles, compute_s, arithmetic_s, per_read, out / per, library
+        )
         return time, memory_bound, out + 0.0 * time
     partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
     tile_writes = np.where(split > 1, partials, out) / per
-    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes)
-    merge_s = np.where(
-        split > 1, hw.fill_latency_us * 1e-6 + (partials + out) / hw.core_hbm_bps(), 0.0
-    )
+    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes, library)
+    merge_s = np.where(split > 1, hw.fill_s() + (partials + out) / hw.core_hbm_bps(), 0.0)
     return time + merge_s, memory_bound, out + 2.0 * partials
 
 
@@ -201,7 +213,13 @@ def gemm_phase(
         room = hw.sram_bytes() - STAGES * tn * tk * b
         a_fetched = np.clip(1.0 - room / resident, 0.0, 1.0)
         staging = STAGES * tn * tk * b + resident
-    feed = (cols + a_fetched * rows) * tk * k_steps * b
+    # Operand feed from the shared cache. With cluster multicast (Hopper and later, when the
+    # library uses it) the c tiles of a cluster along m share their B panel: each loads 1/c of
+    # it and multicasts it to the others (a cluster is launched whole, so this holds for a
+    # lone tile too: its partner, past the edge, still loads its share).
+    library = hw.library()
+    c = hw.cluster_size if library.multicast else 1
+    feed = (cols / c + a_fetched * rows) * tk * k_steps * b
     compute_s = np.maximum(arithmetic_s, feed / hw.unit_feed_bps())
 
     # The output tiles one wave runs form a footprint of about sqrt(active) row panels x as many
@@ -231,8 +249,9 @@ def gemm_phase(
     tile_reads = (a_read + spill) / (m_full * n_tiles * split) + b_read / (m_tiles * n_full * split)
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, tile_reads,
-        m_full * n_full * split,
+        m_full * n_full * split, library,
     )  # fmt: skip
+    time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,
@@ -393,7 +412,7 @@ def elementwise_phase(
     total = reads + writes
     vector = hw.unit_vector_flops() * hw.units_per_core
     warm = warm_cache & (total <= hw.shared_cache_mib * 2**20 / 2)
-    fill = hw.fill_latency_us * 1e-6
+    fill = hw.fill_s()
     # Little's law: bytes in flight / latency; a cache hit returns in about half the time.
     latency = np.where(warm, fill / CACHE_HIT_SPEEDUP, fill)
     stream_bps = np.minimum(

@@ -8,6 +8,7 @@ import pytest
 
 from model.compiler.hardware import (
     FIELD_DOCS,
+    FILL_LATENCY_CYCLES,
     PRESET_NAMES,
     PRESET_SOURCES,
     HardwareEnvelope,
@@ -16,7 +17,9 @@ from model.compiler.hardware import (
 
 
 def test_every_preset_loads_and_every_preset_has_sources() -> None:
-    assert set(PRESET_NAMES) == {"a100-sxm", "h100-sxm", "h200-sxm", "tpu-v4", "npu-8c"}
+    assert set(PRESET_NAMES) == {
+        "a100-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "tpu-v4", "npu-8c",
+    }  # fmt: skip
     for name in PRESET_NAMES:
         hw = preset(name)
         assert hw.name == name
@@ -34,7 +37,8 @@ def test_gpu_presets_cite_the_spec_sheet_figures_they_use() -> None:
 
 
 def test_field_docs_cover_every_numeric_field() -> None:
-    numeric = {f.name for f in fields(HardwareEnvelope)} - {"name", "source"}
+    labels = {"name", "source", "architecture", "gemm_library", "allow_tf32"}
+    numeric = {f.name for f in fields(HardwareEnvelope)} - labels
     assert numeric == set(FIELD_DOCS)
 
 
@@ -68,10 +72,10 @@ def test_bad_fields_raise_one_line_errors(overrides: dict, message: str) -> None
 
 
 def test_unknown_preset_and_missing_dtype_name_what_is_wrong() -> None:
-    with pytest.raises(ValueError, match="unknown preset 'b200'"):
-        preset("b200")
-    with pytest.raises(ValueError, match=r"a100-sxm.*no peak_tflops for dtype 'fp8'"):
-        preset("a100-sxm").unit_flops("fp8")
+    with pytest.raises(ValueError, match="unknown preset 'b300'"):
+        preset("b300")
+    with pytest.raises(ValueError, match=r"a100-sxm.*unknown dtype 'fp4'"):
+        preset("a100-sxm").unit_flops("fp4")
 
 
 def test_clock_scale_scales_compute_and_cache_not_hbm() -> None:
@@ -80,6 +84,9 @@ def test_clock_scale_scales_compute_and_cache_not_hbm() -> None:
     assert slow.unit_flops("bf16") == pytest.approx(hw.unit_flops("bf16") / 2)
     assert slow.unit_feed_bps() == pytest.approx(hw.unit_feed_bps() / 2)
     assert slow.hbm_gbs == hw.hbm_gbs
+    # the fill is a cycle count: half the clock, twice the wait; the device floor is absolute
+    assert slow.fill_s() == pytest.approx(2 * hw.fill_s())
+    assert slow.min_kernel_us == hw.min_kernel_us
 
 
 def test_a_users_envelope_derives_what_it_leaves_out() -> None:
@@ -97,3 +104,59 @@ def test_a_users_envelope_derives_what_it_leaves_out() -> None:
             cores=1, units_per_core=1, peak_tflops={"bf16": 1.0}, hbm_gbs=1.0,
             sram_kib_per_unit=1.0, colour="red",
         )  # fmt: skip
+
+
+def test_clocks_derive_from_peaks_and_fills_are_the_same_cycle_count() -> None:
+    clocks = {n: preset(n).clock_ghz for n in ("a100-sxm", "h100-sxm", "b200", "mi300x")}
+    assert clocks == pytest.approx(
+        {"a100-sxm": 1.4106, "h100-sxm": 1.830, "b200": 1.856, "mi300x": 2.100}, abs=1e-3
+    )
+    a100 = preset("a100-sxm")
+    assert a100.fill_latency_us == 2.0  # the fitted reference, unchanged
+    for name in ("h100-sxm", "h200-sxm", "b200", "mi300x"):
+        hw = preset(name)
+        assert hw.fill_latency_cycles == pytest.approx(FILL_LATENCY_CYCLES)
+        assert hw.fill_latency_us < a100.fill_latency_us  # higher clock, shorter wait
+
+
+def test_missing_matrix_dtypes_run_as_the_matrix_dtype_with_a_note() -> None:
+    tpu = preset("tpu-v4")
+    assert "fp16" not in tpu.peak_tflops
+    used, note = tpu.matrix_dtype("fp16")
+    assert used == "bf16" and "fp16 matmuls run as bf16" in note
+    assert tpu.unit_flops("fp16") == tpu.unit_flops("bf16")
+    a100 = preset("a100-sxm")
+    assert a100.matrix_dtype("fp8")[0] == "bf16" and a100.matrix_dtype("bf16") == ("bf16", None)
+    # fp32 matmuls use TF32 tensor cores only where allowed
+    assert a100.unit_flops("fp32") == pytest.approx(19.5e12 * 0.9 / 108)
+    tf32 = a100.with_overrides(allow_tf32=True)
+    assert tf32.matrix_dtype("fp32")[0] == "tf32"
+    assert tf32.unit_flops("fp32") == pytest.approx(156e12 * 0.9 / 108)
+    assert preset("tpu-v4").with_overrides(allow_tf32=True).matrix_dtype("fp32")[0] == "fp32"
+
+
+def test_new_presets_cite_every_spec_figure() -> None:
+    spec = (
+        "units_per_core", "peak_tflops", "tf32_tflops", "vector_tflops", "hbm_gbs", "cache_gbs",
+        "sram_kib_per_unit", "shared_cache_mib", "launch_overhead_us", "min_kernel_us",
+        "tile_granule", "matrix_flops_per_clock", "sustained_clock_ratio", "cluster_size",
+        "architecture", "fitted",
+    )  # fmt: skip
+    for name in ("a100-sxm", "h100-sxm", "b200", "mi300x"):
+        missing = [f for f in spec if f not in PRESET_SOURCES[name]]
+        assert not missing, (name, missing)
+    b200, mi300x = preset("b200"), preset("mi300x")
+    assert (b200.units_per_core, b200.peak_tflops["bf16"], b200.hbm_gbs) == (148, 2250.0, 8000.0)
+    assert (mi300x.units_per_core, mi300x.peak_tflops["bf16"], mi300x.hbm_gbs) == (
+        304, 1307.4, 5300.0,
+    )  # fmt: skip
+    assert (b200.cluster_size, mi300x.cluster_size, preset("a100-sxm").cluster_size) == (2, 1, 1)
+
+
+def test_bad_labels_raise_one_line_errors() -> None:
+    with pytest.raises(ValueError, match=r"hardware\.architecture: unknown 'vax'"):
+        preset("a100-sxm").with_overrides(architecture="vax")
+    with pytest.raises(ValueError, match=r"hardware\.gemm_library: unknown 'mkl'"):
+        preset("a100-sxm").with_overrides(gemm_library="mkl")
+    with pytest.raises(ValueError, match=r"hardware\.cluster_size must be a whole number"):
+        preset("h100-sxm").with_overrides(cluster_size=1.5)

@@ -185,3 +185,45 @@ def test_elementwise_time_is_monotone_in_bytes_and_flops(reads, writes, flops, m
     for args in ((reads + more, writes, flops), (reads, writes + more, flops),
                  (reads, writes, flops + more * 1e3)):  # fmt: skip
         assert elementwise_phase(A100, *args, standalone=standalone).time_us[0, 0] >= base
+
+
+def test_cluster_multicast_relieves_a_feed_bound_tile_only_where_the_library_uses_it() -> None:
+    h100 = preset("h100-sxm")
+    no_clusters = h100.with_overrides(cluster_size=1)
+    tile = [64, 256, 64, 1]  # narrow in m: the B panel dominates the tile's operand feed
+    shape = (132 * 64, 256, 8192)  # one tile per SM, long reduction: main-loop bound
+    with_mc = _gemm(h100, *shape, tile).time_us[0, 0]
+    without = _gemm(no_clusters, *shape, tile).time_us[0, 0]
+    feed_s = (256 + 64) * 8192 * 2 / no_clusters.unit_feed_bps()
+    assert feed_s > 8192 * 2 * 64 * 256 / no_clusters.unit_flops("bf16")  # feed-bound alone
+    assert with_mc < without
+    # a library without multicast (hipBLASLt-like waves) sees no gain from the device's clusters
+    plain = h100.with_overrides(gemm_library="cublas-ampere")
+    assert _gemm(plain, *shape, tile).time_us[0, 0] > with_mc
+
+
+def test_a_persistent_schedule_fills_once_and_overlaps_epilogues() -> None:
+    h100 = preset("h100-sxm")
+    waves = h100.with_overrides(gemm_library="cublas-ampere")  # one CTA per tile, in waves
+    tile = [128, 128, 64, 1]
+    for m, wave_count in ((128 * 132, 1), (128 * 132 * 4, 4)):
+        persistent = _gemm(h100, m, 128, 4096, tile).time_us[0, 0]
+        plain = _gemm(waves, m, 128, 4096, tile).time_us[0, 0]
+        # the saving is at least the fills of every wave after the first
+        assert plain - persistent >= (wave_count - 1) * h100.fill_s() * 1e6 - 1e-9
+    # on one wave there is no later fill or epilogue to hide: the two schedules agree
+    one = _gemm(h100, 128 * 132, 128, 4096, tile).time_us[0, 0]
+    assert one == pytest.approx(_gemm(waves, 128 * 132, 128, 4096, tile).time_us[0, 0])
+
+
+def test_packet_metadata_selects_a_library_and_otherwise_the_architecture_default() -> None:
+    from model.compiler.library import library_for_metadata
+
+    a100, h100, mi300x, tpu = (preset(n) for n in ("a100-sxm", "h100-sxm", "mi300x", "tpu-v4"))
+    assert (a100.library().name, h100.library().name) == ("cublas-ampere", "cublas-hopper")
+    assert (mi300x.library().name, tpu.library().name) == ("hipblaslt", "xla-tpu")
+    assert library_for_metadata(h100, "TensorRT-LLM 1.0", "trtllm") == ""  # device default
+    assert library_for_metadata(h100, "CUTLASS 2.11", "") == "cublas-ampere"
+    assert library_for_metadata(tpu, "XLA", "jax 0.4") == "xla-tpu"
+    assert library_for_metadata(h100, "XLA", "jax 0.4") == ""  # XLA on a GPU calls cuBLAS
+    assert library_for_metadata(mi300x, "torch 2.4", "ROCm 6.2") == "hipblaslt"

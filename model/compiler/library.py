@@ -1,0 +1,126 @@
+"""GEMM-library descriptors: how the software that runs a GEMM schedules it on the device.
+
+Like the elementwise kernel descriptors of accuracy.py, a descriptor states a property of the
+software, not of the silicon: how tiles are scheduled over the units, whether the epilogue of
+one tile overlaps the next tile's main loop, which cluster of tiles shares operand loads, and
+the fixed work of each op. The packet's compiler/runtime metadata names the software
+(`library_for_metadata`); otherwise the architecture's default applies (`default_library`).
+
+Schedules:
+* `waves` - one thread block per output tile; tiles run in `ceil(tiles / units)` waves, each
+  wave pays a fill (prologue, first loads) and writes its epilogue after its main loop
+  (cuBLAS/CUTLASS 2 on Ampere, hipBLASLt on CDNA 3, XLA's Triton/cuBLAS GEMMs on Ampere).
+* `persistent` - one long-lived thread block per unit loops over its tiles; the pipeline is
+  filled once per kernel and each tile's TMA-store epilogue overlaps the next tile's main loop
+  (CUTLASS 3 / cuBLAS warp-specialized kernels on Hopper and Blackwell; shared/NOTES.md).
+  Wave quantization remains (tiles are dealt round-robin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEDULES = ("waves", "persistent")
+"""Tile schedules a descriptor can name."""
+
+
+@dataclass(frozen=True)
+class GemmLibrary:
+    """How a GEMM library runs a GEMM (a property of the software).
+
+    Attributes:
+        name: descriptor name (LIBRARIES key).
+        schedule: `waves` or `persistent` (module docstring).
+        epilogue_overlap: True when a tile's epilogue overlaps the next tile's main loop.
+        multicast: True when the library's kernels use thread-block clusters with operand
+            multicast where the device has them (`HardwareEnvelope.cluster_size`).
+        fixed_cycles: per-op fixed work beyond the device floor (argument setup, tile
+            scheduler initialisation), SM clock cycles.
+        source: where the description comes from.
+    """
+
+    name: str
+    schedule: str
+    epilogue_overlap: bool
+    multicast: bool
+    fixed_cycles: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"gemm library {self.name!r}: unknown schedule {self.schedule!r}")
+
+
+LIBRARIES: dict[str, GemmLibrary] = {
+    "cublas-ampere": GemmLibrary(
+        "cublas-ampere", "waves", False, False, 0.0,
+        "cuBLAS/cuBLASLt and CUTLASS 2 sm80 kernels: one CTA per tile, multistage cp.async "
+        "mainloop, epilogue after the mainloop; what TensorRT-LLM 1.0 and PyTorch run on A100 "
+        "(the A100 GEMM and layer-op tables select it; its terms are the A100 fit)",
+    ),
+    "cublas-hopper": GemmLibrary(
+        "cublas-hopper", "persistent", True, True, 0.0,
+        "cuBLAS 12 / CUTLASS 3 sm90 warp-specialized persistent kernels with TMA loads, 2x1 "
+        "cluster multicast and TMA-store epilogues overlapped with the next tile (CUTLASS 3 "
+        "docs, 'Efficient GEMM in CUDA'; shared/NOTES.md); TensorRT-LLM and PyTorch on Hopper",
+    ),
+    "cublas-blackwell": GemmLibrary(
+        "cublas-blackwell", "persistent", True, True, 0.0,
+        "cuBLAS 12.8 / CUTLASS 3 sm100 persistent kernels (tcgen05, 2-SM clusters, TMA "
+        "multicast, overlapped epilogue): as on Hopper",
+    ),
+    "hipblaslt": GemmLibrary(
+        "hipblaslt", "waves", False, False, 0.0,
+        "hipBLASLt on CDNA 3: one workgroup per tile, LDS double buffering, no cluster "
+        "multicast (ROCm hipBLASLt docs); what PyTorch and vLLM run on MI300X",
+    ),
+    "xla-tpu": GemmLibrary(
+        "xla-tpu", "waves", False, False, 0.0,
+        "XLA:TPU fused dot: MXU tiles streamed from VMEM, one program per fusion",
+    ),
+    "generic": GemmLibrary(
+        "generic", "waves", False, False, 0.0, "a plain one-tile-per-block kernel",
+    ),
+}  # fmt: skip
+"""Known GEMM-library descriptors."""
+
+DEFAULT_BY_ARCHITECTURE: dict[str, str] = {
+    "ampere": "cublas-ampere",
+    "hopper": "cublas-hopper",
+    "blackwell": "cublas-blackwell",
+    "cdna3": "hipblaslt",
+    "tpu": "xla-tpu",
+    "generic": "generic",
+}
+"""architecture -> the GEMM library its frameworks run by default."""
+
+
+def default_library(hw) -> GemmLibrary:
+    """The architecture's default GEMM library for `hw` (a HardwareEnvelope)."""
+    return LIBRARIES[DEFAULT_BY_ARCHITECTURE[hw.architecture]]
+
+
+_METADATA_WORDS: tuple[tuple[str, str], ...] = (
+    ("cutlass 2", "cublas-ampere"),
+    ("hipblaslt", "hipblaslt"),
+    ("rocm", "hipblaslt"),
+    ("xla", "xla-tpu"),
+)
+"""Substrings of a packet's compiler/runtime metadata that name a library whatever the device
+(lower case, first match wins); TensorRT-LLM, PyTorch, vLLM and cuBLAS take the device's
+default (they call cuBLAS/CUTLASS for the architecture they run on)."""
+
+
+def library_for_metadata(hw, compiler: str, runtime: str) -> str:
+    """The descriptor name a packet's compiler/runtime metadata selects on `hw` ("" = the
+    architecture default). XLA selects its TPU descriptor only on a TPU (on GPUs it calls
+    cuBLAS/Triton, the default); ROCm names select hipBLASLt only on CDNA 3."""
+    text = f"{compiler} {runtime}".lower()
+    for word, name in _METADATA_WORDS:
+        if word in text:
+            if name == "xla-tpu" and hw.architecture != "tpu":
+                return ""
+            if name == "hipblaslt" and hw.architecture != "cdna3":
+                return ""
+            return name
+    return ""
