@@ -74,6 +74,9 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("memory_efficiency", 0.6, 0.95, 0.1,
           "streaming copies reach 85-93% of HBM peak on A100/H100 (STREAM/BabelStream-class "
           "benchmarks); DRAM refresh and read/write turnaround keep any stream below 95%"),
+    Bound("cache_efficiency", 0.5, 0.95, 0.1,
+          "tiles' operand feed from the shared cache: L2 read microbenchmarks on A100 reach "
+          "~70-90% of its 5,120 B/clk peak; bank and crossbar conflicts keep any feed below 95%"),
     Bound("fill_latency_us", 0.5, 6.0, 1.0,
           "a wave's first operands wait at least one DRAM round trip (~0.5-0.6 us on A100 and "
           "H100, pointer-chase microbenchmarks) and at most ~10 with prologue, barrier and "
@@ -87,6 +90,13 @@ FLOOR_FIELD = "min_kernel_us"
 FLOOR_TOLERANCE = 0.1
 """How much faster than measured the fit may predict the fastest kernel (10%, the Huber
 threshold): it sets the floor's lower bound."""
+
+PRIOR_WEIGHT = 1e-3
+"""Weight of a weak quadratic prior toward the input envelope's values, per squared bound
+span, added to the loss: where the data cannot tell parameters apart (small-m GEMMs never
+reach compute peak, so compute and cache-feed efficiency trade off freely) the fit keeps the
+input's values instead of drifting along the flat direction. 1e-3 is a tenth of the Huber
+loss of a 15% error: negligible wherever the data decides."""
 
 SUSPECT_MARGIN = 0.02
 """A fitted value within this fraction of its bound span from a bound is suspect."""
@@ -168,15 +178,23 @@ def ratio_quantiles(measured: np.ndarray, predicted: np.ndarray) -> dict[str, fl
 
 
 def best_floor(
-    phases_us: np.ndarray, kernels: np.ndarray, measured: np.ndarray, low: float, high: float
+    phases_us: np.ndarray,
+    kernels: np.ndarray,
+    measured: np.ndarray,
+    low: float,
+    high: float,
+    prior: tuple[float, float] | None = None,
 ) -> tuple[float, float]:
     """(loss, floor us) of the best device floor in [low, high] for predictions
-    phases_us + kernels * floor: a 32-point grid, then 16 points between its neighbours."""
+    phases_us + kernels * floor: a 32-point grid, then 16 points between its neighbours.
+    prior: (value, span) of the weak prior toward the input floor (`PRIOR_WEIGHT`)."""
     grid = np.linspace(low, high, 32)
     for _ in range(2):  # coarse grid, then a finer one around its best point
         losses = huber_log_loss(
             measured[:, None], phases_us[:, None] + kernels[:, None] * grid[None, :]
         )
+        if prior is not None:
+            losses = losses + PRIOR_WEIGHT * ((grid - prior[0]) / prior[1]) ** 2
         best = int(np.argmin(losses))
         low_end, high_end = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
         result = (float(losses[best]), float(grid[best]))
@@ -185,8 +203,10 @@ def best_floor(
 
 
 def floor_bounds(fastest_us: float, fastest_phases_us: float) -> tuple[float, float]:
-    """(lower, upper) floor, us, from the fastest measured kernel (time per kernel of its row):
-    upper its measured time, lower its time less FLOOR_TOLERANCE less its modelled phases."""
+    """(lower, upper) floor, us, from the fastest measured kernel (time per kernel of its row,
+    and its modelled phases per kernel at the trial's parameters): upper its measured time (a
+    longer floor overpredicts it), lower its time less FLOOR_TOLERANCE less its phases (a
+    shorter floor predicts it too fast)."""
     high = min(fastest_us, FIELD_DOCS[FLOOR_FIELD][3])
     low = max(0.0, (1.0 - FLOOR_TOLERANCE) * fastest_us - fastest_phases_us)
     return min(low, high), high
@@ -250,6 +270,8 @@ def fit_envelope(rows: pl.DataFrame, hw: HardwareEnvelope) -> Fit:
     low = np.array([b.lower for b in bounds])
     high = np.array([b.upper for b in bounds])
     steps = np.array([b.step for b in bounds])
+    # The floor's prior span: the widest its data bounds can be (zero to the fastest kernel).
+    floor_prior = (float(getattr(hw, FLOOR_FIELD)), max(float(per_kernel[fastest]), 1e-9))
 
     def trial(index: np.ndarray):
         subset, at = rows[index], int(np.searchsorted(index, fastest))
@@ -257,7 +279,8 @@ def fit_envelope(rows: pl.DataFrame, hw: HardwareEnvelope) -> Fit:
         def loss(x: np.ndarray) -> float:
             phases = predict_kernels(subset, _with(no_floor, bounds, x, 0.0))
             f_low, f_high = floor_bounds(per_kernel[fastest], phases[at] / kernels[fastest])
-            return best_floor(phases, kernels[index], measured[index], f_low, f_high)[0]
+            fit = best_floor(phases, kernels[index], measured[index], f_low, f_high, floor_prior)[0]
+            return fit + PRIOR_WEIGHT * float(np.sum(((x - start) / (high - low)) ** 2))
 
         return loss
 
@@ -274,7 +297,7 @@ def fit_envelope(rows: pl.DataFrame, hw: HardwareEnvelope) -> Fit:
     best = np.round(best, DECIMALS)
     phases = predict_kernels(rows, _with(no_floor, bounds, best, 0.0))
     f_low, f_high = floor_bounds(per_kernel[fastest], phases[fastest] / kernels[fastest])
-    floor = best_floor(phases, kernels, measured, f_low, f_high)[1]
+    floor = best_floor(phases, kernels, measured, f_low, f_high, floor_prior)[1]
     fitted = {b.field: float(v) for b, v in zip(bounds, best, strict=True)}
     fitted[FLOOR_FIELD] = round(float(floor), DECIMALS)
     table = {b.field: (b.lower, b.upper, b.why) for b in bounds}
