@@ -9,6 +9,7 @@ import pytest
 from model.compiler.accuracy import accuracy_report, predict_kernels, report_markdown
 from model.compiler.hardware import preset
 from model.compiler.measured import load_measured
+from model.compiler.regimes import ErrorBands
 
 A100 = preset("a100-sxm")
 
@@ -91,3 +92,28 @@ def test_implausible_rows_are_counted_and_excluded() -> None:
 def test_bad_telemetry_names_row_and_field(frame, message) -> None:
     with pytest.raises(ValueError, match=message):
         predict_kernels(frame, A100)
+
+
+def test_every_prediction_carries_its_band_and_the_report_gives_signed_ratios(reports) -> None:
+    """compare's bands: the shipped A100 residual bands, so on the A100 GEMM table about 80%
+    of rows fall inside theirs (in every regime), and each worst row names its band."""
+    gemm = reports["gemm"]
+    assert "regenerate with" in gemm["bands"]["provenance"]
+    assert 0.75 <= gemm["bands"]["coverage"] <= 0.85
+    assert set(gemm["by_regime"]) == {"gemm|<10us", "gemm|10-100us", "gemm|>=100us"}
+    for name, regime in gemm["by_regime"].items():
+        assert regime["ratio_p10"] < regime["ratio_p50"] < regime["ratio_p90"], name
+        assert 0.7 <= regime["band_coverage"] <= 0.9, name
+    for row in gemm["worst"]:
+        low, high = row["band_us"]
+        assert low < row["predicted_us"] < high
+    text = report_markdown(gemm)
+    assert "| gemm <10us |" in text and "10-90% band us" in text
+
+
+def test_bands_from_a_calibration_replace_the_shipped_ones() -> None:
+    frame = load_measured("gemm")[::50]
+    narrow = ErrorBands({"all": (100, 0.999, 1.0, 1.001)}, "a calibration of nothing")
+    report = accuracy_report(frame, A100, bands=narrow)
+    assert report["bands"]["provenance"] == "a calibration of nothing"
+    assert report["bands"]["coverage"] < 0.1
