@@ -189,10 +189,15 @@ def _predict_elementwise(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarra
     return out
 
 
-def predict_kernels(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray:
-    """Predicted device time of every row of a telemetry frame on `hw`, us, in row order."""
+def predict_kernels(
+    frame: pl.DataFrame, hw: HardwareEnvelope, *, checked: bool = False
+) -> np.ndarray:
+    """Predicted device time of every row of a telemetry frame on `hw`, us, in row order.
+    checked: the frame already passed an unchecked call's validation (a fit predicting the same
+    rows many times skips re-validating them)."""
     frame = as_plain_text(frame)
-    _check(frame)
+    if not checked:
+        _check(frame)
     out = np.full(len(frame), np.nan)
     ops = frame["op"].to_numpy()
     for op, predict in (

@@ -277,7 +277,7 @@ def fit_envelope(rows: pl.DataFrame, hw: HardwareEnvelope) -> Fit:
         subset, at = rows[index], int(np.searchsorted(index, fastest))
 
         def loss(x: np.ndarray) -> float:
-            phases = predict_kernels(subset, _with(no_floor, bounds, x, 0.0))
+            phases = predict_kernels(subset, _with(no_floor, bounds, x, 0.0), checked=True)
             f_low, f_high = floor_bounds(per_kernel[fastest], phases[at] / kernels[fastest])
             fit = best_floor(phases, kernels[index], measured[index], f_low, f_high, floor_prior)[0]
             return fit + PRIOR_WEIGHT * float(np.sum(((x - start) / (high - low)) ** 2))
