@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import HardwareEnvelope
+from model.compiler.library import library_for_metadata
 from model.compiler.service_table import FallbackPolicy, build_service_table
 from model.runtime.inputs import (
     SLA,
@@ -214,6 +215,10 @@ def build_scenario(
     config = config if config is not None else resolve_config(packet, candidate)
     dtype = resolve_dtype(packet, candidate)
     hardware = resolve_hardware(packet.inputs.hardware, loaded.base_dir, loaded.name, loaded.yaml)
+    metadata = packet.inputs.metadata
+    library = library_for_metadata(hardware, metadata.compiler, metadata.runtime)
+    if library and not hardware.gemm_library:  # the software named runs its GEMMs its way
+        hardware = hardware.with_overrides(gemm_library=library)
     trace = None
     if packet.inputs.workload.arrivals.process == "trace":
         path = resolve_relative(packet.inputs.workload.arrivals.trace, loaded.base_dir)

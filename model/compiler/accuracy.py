@@ -11,8 +11,11 @@ What a measured row contains is a property of how it was measured, stated here o
 * Times are device time (CUDA-graph replay or profiler kernel time): no host launch cost, so a
   prediction is the device floor plus the kernel's phases.
 * An attention row times TensorRT-LLM's attention op: a QKV preprocessing kernel (RoPE and the
-  KV-cache write) followed by the attention kernel, whose decode variant runs one (request, head)
-  per thread block (no packing of grouped-query heads).
+  KV-cache write) followed by the attention kernel. Its decode variant is the library's choice
+  (`library.trtllm_packs_query_heads`): XQA, all query heads of one KV head packed in one
+  thread block, for head groups of 8-32 with enough blocks to fill the device, with its own
+  per-wave and per-op cycles (`library.XQA_WAVE_CYCLES`, `XQA_FIXED_CYCLES`); otherwise masked
+  MHA, one (request, head) per thread block.
 * Elementwise rows time simple hand-written kernels (`ELEMENTWISE_KERNELS`): their bytes per
   element, dependent passes and the bytes one unit keeps in flight describe that software.
 * Rows whose source replays the same tensors (`WARM_CACHE_SOURCES`) find operands that fit half
@@ -29,6 +32,7 @@ import polars as pl
 from model.compiler.autotune import best_attention, best_gemm
 from model.compiler.hardware import DTYPE_BYTES, HardwareEnvelope
 from model.compiler.kernels import elementwise_phase
+from model.compiler.library import XQA_FIXED_CYCLES, XQA_WAVE_CYCLES, trtllm_packs_query_heads
 from model.compiler.regimes import ErrorBands, band_key, shipped_bands
 
 OPS = ("gemm", "attention_prefill", "attention_decode", "elementwise")
@@ -139,7 +143,10 @@ def _predict_gemm(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray:
     for dtype in frame["dtype"].unique().to_list():
         sel = (frame["dtype"] == dtype).to_numpy()
         sub = frame.filter(pl.Series(sel))
-        cost, _ = best_gemm(hw, dtype, _column(sub, "m"), _column(sub, "n"), _column(sub, "k"))
+        batch = _column(sub, "batch") if "batch" in sub.columns else np.ones(len(sub))
+        batch = np.where(np.isfinite(batch) & (batch >= 1), batch, 1.0)  # empty: one GEMM
+        m, n, k = _column(sub, "m"), _column(sub, "n"), _column(sub, "k")
+        cost, _ = best_gemm(hw, dtype, m, n, k, batch=batch)
         out[sel] = hw.min_kernel_us + cost.time_us
     return out
 
@@ -152,9 +159,11 @@ def _predict_attention(frame: pl.DataFrame, hw: HardwareEnvelope, causal: bool) 
         sub = frame.filter(pl.Series(sel))
         batch, q_len, kv_len = (_column(sub, c) for c in ("batch", "q_len", "kv_len"))
         heads, kv_heads = _column(sub, "heads"), _column(sub, "kv_heads")
+        packed = False if causal else trtllm_packs_query_heads(hw, batch, kv_len, heads, kv_heads)
         cost, _ = best_attention(
             hw, dtype, batch, q_len, kv_len, heads, kv_heads, head_dim, causal,
-            pack_query_heads=False,
+            pack_query_heads=np.reshape(packed, (-1, 1)),
+            packed_wave_cycles=XQA_WAVE_CYCLES, packed_fixed_cycles=XQA_FIXED_CYCLES,
         )  # fmt: skip
         # The preprocessing kernel reads q, k, v of the new tokens and writes them back (RoPE
         # applied, keys and values appended to the cache): one streaming pass.
@@ -231,8 +240,9 @@ def work_bounds(frame: pl.DataFrame, hw: HardwareEnvelope) -> tuple[np.ndarray, 
 
     m, nn, k = col("m"), col("n"), col("k")
     gemm = ops == "gemm"
-    flops[gemm] = 2 * (m * nn * k)[gemm]
-    traffic[gemm] = ((m * k + k * nn + m * nn) * b)[gemm]
+    gemms = np.maximum(col("batch"), 1.0)  # a batched GEMM row: batch independent GEMMs
+    flops[gemm] = (2 * m * nn * k * gemms)[gemm]
+    traffic[gemm] = ((m * k + k * nn + m * nn) * b * gemms)[gemm]
     batch, q, kv, h, hk, d = (
         col(c) for c in ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim")
     )
@@ -329,10 +339,11 @@ def accuracy_report(
     Rows faster than `fastest_possible_us` allows are counted in `implausible_rows` and left
     out of every metric. Keys: rows, mdape, mape, p90_ape, median_ratio (measured/predicted),
     implausible_rows, by_op, by_layer_op, by_kind, by_regime, bands, worst, naive_roofline,
-    hardware. APEs are fractions (0.1 = 10%). Every prediction carries a 10-90% error band from
-    `bands` (default: the shipped A100 residual bands, `regimes.shipped_bands`): `worst` rows
-    give theirs as band_us, `by_regime` the band and its coverage per op and time class, and
-    `bands` the provenance and overall coverage.
+    hardware, notes (how dtypes without a native matrix peak were run,
+    HardwareEnvelope.matrix_dtype). APEs are fractions (0.1 = 10%). Every prediction carries a
+    10-90% error band from `bands` (default: the shipped A100 residual bands,
+    `regimes.shipped_bands`): `worst` rows give theirs as band_us, `by_regime` the band and its
+    coverage per op and time class, and `bands` the provenance and overall coverage.
     """
     frame = as_plain_text(frame)
     bands = shipped_bands() if bands is None else bands
@@ -388,6 +399,8 @@ def accuracy_report(
         if ape[i] >= 0
     ]
     report["naive_roofline"] = _metrics(measured[plausible], naive[plausible])
+    notes = (hw.matrix_dtype(d)[1] for d in sorted(set(frame["dtype"].to_list())))
+    report["notes"] = [note for note in notes if note]
     return report
 
 
@@ -416,6 +429,7 @@ def report_markdown(report: dict) -> str:
                 f"| {key[3:]}={name} | {m['rows']} | {pct(m['mdape'])} | {pct(m['mape'])} | "
                 f"{pct(m['p90_ape'])} | {ratio(m['median_ratio'])} | {pct(m['naive_mdape'])} |"
             )
+    lines += [f"Note: {note}." for note in report.get("notes", [])]
     if report.get("by_regime"):
         lines += [
             "",

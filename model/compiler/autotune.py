@@ -27,28 +27,34 @@ def best_gemm(
     a_on_chip: bool = False,
     a_written: bool = False,
     out_fraction: float = 1.0,
+    batch=1.0,
 ) -> tuple[PhaseCost, np.ndarray]:
-    """The fastest candidate GEMM tile at each point: ((P,) cost, (P, 4) [m, n, k, split])."""
+    """The fastest candidate GEMM tile at each point: ((P,) cost, (P, 4) [m, n, k, split]).
+
+    batch: independent GEMMs per point run as one batched kernel (scalar or (P,))."""
     candidates = gemm_candidates(hw, hw.dtype_bytes(dtype))
     m = np.asarray(m, dtype=np.float64).ravel()
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), m.shape)
     k = np.broadcast_to(np.asarray(k, dtype=np.float64), m.shape)
+    batch = np.broadcast_to(np.asarray(batch, dtype=np.float64), m.shape)
     kwargs = {"a_on_chip": a_on_chip, "a_written": a_written, "out_fraction": out_fraction}
     search = kwargs
     whole = candidates[candidates[:, 3] == 1]
-    times = gemm_phase(hw, dtype, m, n, k, whole, **search).time_us
+    times = gemm_phase(hw, dtype, m, n, k, whole, batch=batch, **search).time_us
     index = np.argmin(times, axis=1)
     best = times[np.arange(len(m)), index]
     chosen = whole[index]
-    tiles = np.ceil(m / chosen[:, 0]) * np.ceil(n / chosen[:, 1])
+    tiles = np.ceil(m / chosen[:, 0]) * np.ceil(n / chosen[:, 1]) * batch
     sub = np.flatnonzero(tiles < 2 * hw.units_per_core)
     split = candidates[candidates[:, 3] > 1]
     if len(sub) and len(split):
-        times = gemm_phase(hw, dtype, m[sub], n[sub], k[sub], split, **search).time_us
+        times = gemm_phase(
+            hw, dtype, m[sub], n[sub], k[sub], split, batch=batch[sub], **search
+        ).time_us
         index = np.argmin(times, axis=1)
         better = times[np.arange(len(sub)), index] < best[sub]
         chosen[sub[better]] = split[index[better]]
-    cost = gemm_phase(hw, dtype, m, n, k, chosen, per_point=True, **kwargs)
+    cost = gemm_phase(hw, dtype, m, n, k, chosen, per_point=True, batch=batch, **kwargs)
     return cost.pick(np.zeros(len(m), dtype=np.int64)), chosen
 
 
@@ -65,9 +71,13 @@ def best_attention(
     *,
     q_in_hbm: bool = True,
     o_to_hbm: bool = True,
-    pack_query_heads: bool = True,
+    pack_query_heads=True,
+    packed_wave_cycles: float = 0.0,
+    packed_fixed_cycles: float = 0.0,
 ) -> tuple[PhaseCost, np.ndarray]:
     """The fastest candidate attention tile at each point: ((P,) cost, (P, 3) [q, kv, split]).
+
+    pack_query_heads and the packed kernel's extra cycles: as for kernels.attention_phase.
 
     Causal prefill has a tile per query block already, so KV splits are not searched there.
     """
@@ -75,7 +85,10 @@ def best_attention(
     if causal:
         candidates = candidates[candidates[:, 2] == 1]
     shape = (batch, q_len, kv_len, heads, kv_heads, head_dim, causal)
-    kwargs = {"q_in_hbm": q_in_hbm, "o_to_hbm": o_to_hbm, "pack_query_heads": pack_query_heads}
+    kwargs = {
+        "q_in_hbm": q_in_hbm, "o_to_hbm": o_to_hbm, "pack_query_heads": pack_query_heads,
+        "packed_wave_cycles": packed_wave_cycles, "packed_fixed_cycles": packed_fixed_cycles,
+    }  # fmt: skip
     times = attention_phase(hw, dtype, *shape, candidates, **kwargs).time_us
     chosen = candidates[np.argmin(times, axis=1)]
     cost = attention_phase(hw, dtype, *shape, chosen, per_point=True, **kwargs)

@@ -178,6 +178,7 @@ def gemm_phase(
     out_fraction: float = 1.0,
     per_point: bool = False,
     precision: type = np.float64,
+    batch=1.0,
 ) -> PhaseCost:
     """Cost of C[m, n] = A[m, k] @ B[k, n] for each point and candidate tile [m, n, k, split].
 
@@ -189,9 +190,12 @@ def gemm_phase(
     B is a weight (or any operand) read from HBM.
     per_point: `candidates` is (P, 4), one tile per point (results are (P, 1)).
     precision: float type of the arithmetic (float32 halves the memory a search moves).
+    batch: independent GEMMs of this shape run by one kernel (a strided batched GEMM), scalar
+        or (P,): their tiles share one grid (and its waves); each has its own A, B and C.
     """
     b = hw.dtype_bytes(dtype)
     M, N, K = (_col(v).astype(precision) for v in (m, n, k))
+    batches = _col(batch).astype(precision)
     table = np.asarray(candidates, dtype=precision)
     tm, tn, tk, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
                          for i in range(4))  # fmt: skip
@@ -199,7 +203,7 @@ def gemm_phase(
     k_slice = np.ceil(K / split)
     tk = np.minimum(tk, np.ceil(k_slice / hw.tile_granule) * hw.tile_granule)  # never step past K
     k_steps = np.ceil(k_slice / tk)
-    tiles = m_tiles * n_tiles * split
+    tiles = m_tiles * n_tiles * split * batches
     active = np.minimum(tiles, hw.units_per_core)
 
     tile_flops = 2.0 * tm * tn * tk * k_steps
@@ -226,30 +230,32 @@ def gemm_phase(
     # column panels (widened along m when n has fewer tiles), which share operands through the
     # cache. The grid is swept footprint by footprint: A is read once per column group, B once
     # per row group. Edge padding is zero-filled, not fetched, so each read is the operand itself.
-    per_split = active / split
+    per_split = np.minimum(active / split, m_tiles * n_tiles)  # one GEMM of the batch
     panel_rows = np.minimum(m_tiles, np.ceil(np.sqrt(per_split)))
     panel_cols = np.minimum(n_tiles, np.ceil(per_split / panel_rows))
     panel_rows = np.minimum(m_tiles, np.maximum(panel_rows, np.ceil(per_split / panel_cols)))
     a_ideal, b_ideal = M * K * b, N * K * b
     a_read = np.ceil(n_tiles / panel_cols) * a_ideal
     b_read = np.ceil(m_tiles / panel_rows) * b_ideal
-    cached = (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
-    a_read = np.where(cached, a_ideal, a_read)
-    b_read = np.where(cached, b_ideal, b_read)
+    cached = batches * (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
+    a_read = batches * np.where(cached, a_ideal, a_read)
+    b_read = batches * np.where(cached, b_ideal, b_read)
 
     spill = np.zeros_like(a_read)
     if a_on_chip:  # the spilled share of A is written out once and read back like an input
-        spill = a_fetched * ((0.0 if a_written else a_ideal) + a_read)
+        spill = a_fetched * ((0.0 if a_written else batches * a_ideal) + a_read)
         a_read = np.zeros_like(a_read)
-    out = M * N * b * out_fraction
+    out = batches * M * N * b * out_fraction
     reads = a_read + b_read + spill
     # A wave waits for its full tiles. A-side traffic (A and its spill) is cut along m and
     # shared by every n-tile of those rows; B-side traffic is cut along n and shared along m.
     m_full, n_full = M / rows, N / cols
-    tile_reads = (a_read + spill) / (m_full * n_tiles * split) + b_read / (m_tiles * n_full * split)
+    tile_reads = (a_read + spill) / (m_full * n_tiles * split * batches) + b_read / (
+        m_tiles * n_full * split * batches
+    )
     time, memory_bound, writes = _split_waves(
-        hw, tiles, split, compute_s, arithmetic_s, reads, out, M * N, tile_reads,
-        m_full * n_full * split, library,
+        hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
+        m_full * n_full * split * batches, library,
     )  # fmt: skip
     time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(
@@ -328,9 +334,11 @@ def attention_phase(
     *,
     q_in_hbm: bool = True,
     o_to_hbm: bool = True,
-    pack_query_heads: bool = True,
+    pack_query_heads=True,
     per_point: bool = False,
     precision: type = np.float64,
+    packed_wave_cycles: float = 0.0,
+    packed_fixed_cycles: float = 0.0,
 ) -> PhaseCost:
     """Cost of flash attention for each point and candidate tile [q, kv, split].
 
@@ -343,6 +351,9 @@ def attention_phase(
     and KV head (re-reads by other query tiles hit the shared cache).
     q_in_hbm / o_to_hbm: False when the queries come from / the output goes to another op of
     the same kernel, on chip. per_point, precision: as for gemm_phase.
+    pack_query_heads: a bool or a (P, 1) bool array (the kernel a library picks per point).
+    packed_wave_cycles / packed_fixed_cycles: extra cycles a packed grouped-query kernel pays
+        per wave and per op (library.DecodeAttentionKernel; 0 for compiler-generated kernels).
     """
     b = hw.dtype_bytes(dtype)
     g = hw.tile_granule
@@ -376,6 +387,11 @@ def attention_phase(
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, B * Q * heads * head_dim
     )
+    if packed_wave_cycles or packed_fixed_cycles:  # the packed kernel's own fixed work
+        cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
+        waves = np.ceil(tiles / hw.units_per_core)
+        extra = (packed_wave_cycles * waves + packed_fixed_cycles) * cycle_s
+        time = time + np.where(packed & (group > 1), extra, 0.0)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,

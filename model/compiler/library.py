@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 SCHEDULES = ("waves", "persistent")
 """Tile schedules a descriptor can name."""
 
@@ -124,3 +126,49 @@ def library_for_metadata(hw, compiler: str, runtime: str) -> str:
                 return ""
             return name
     return ""
+
+
+XQA_MAX_HEAD_GROUP = 32
+"""Largest query-heads-per-KV-head group TensorRT-LLM's packed decode kernel (XQA) takes:
+`head_grp_size * beam_width > 32` is rejected (TensorRT-LLM, kernels/xqaDispatcher and
+decoderXQAImplJIT supportConfigHMMA/QGMMA)."""
+
+XQA_MIN_HEAD_GROUP = 8
+"""Smallest head group that runs packed: XQA puts a KV head's query heads on the 16 rows of an
+m16 HMMA fragment; below half a fragment (8) most rows are padding and the per-(request, head)
+kernel is kept. Inferred from the A100 decode rows (groups 1-4 time like the per-head kernel,
+8-32 like the packed one), consistent with XQA's precompiled sm80 kernels (nqpkv 8 and up)."""
+
+XQA_MIN_HISTORY_TOKENS_PER_BLOCK = 128
+"""KV tokens per CTA of XQA's multi-block mode (TensorRT-LLM kMinHistoryTokensPerBlock)."""
+
+XQA_ENABLE_MIN_BLOCK_FACTOR = 4.0
+"""XQA is used only when kEnableMinBlockFactor x its CTAs reach the SM count (TensorRT-LLM
+decoderXQARunner mayHavePerfGain): fewer CTAs leave the device idle and the per-(request,
+head) kernel (masked MHA) is kept."""
+
+
+def trtllm_packs_query_heads(hw, batch, kv_len, heads, kv_heads) -> np.ndarray:
+    """Where TensorRT-LLM's decode attention runs the packed grouped-query kernel (XQA: all
+    query heads of one KV head in one CTA) rather than one (request, head) per CTA (masked
+    MHA): the head group fits (<= 32) and the CTAs, batch x KV heads x multi-block count
+    (kv_len / 128), times 4 reach the unit count. Arrays (P,) -> (P,) bool."""
+    batch, kv_len, heads, kv_heads = (np.asarray(v, dtype=np.float64) for v in
+                                      (batch, kv_len, heads, kv_heads))  # fmt: skip
+    group = heads / kv_heads
+    blocks = np.maximum(np.floor(kv_len / XQA_MIN_HISTORY_TOKENS_PER_BLOCK), 1.0)
+    ctas = batch * kv_heads * blocks
+    fits = (group >= XQA_MIN_HEAD_GROUP) & (group <= XQA_MAX_HEAD_GROUP)
+    return fits & (ctas * XQA_ENABLE_MIN_BLOCK_FACTOR >= hw.total_units)
+
+
+XQA_WAVE_CYCLES = 3.0e-6 * 1.4106e9
+"""Extra cycles each wave of XQA's packed CTAs pays beyond a GEMM-like fill: the CTA loads and
+scales the query rows of its whole head group and, in multi-block mode, publishes its partial
+max/sum/output to global memory and takes a semaphore so the last CTA of a KV head can merge
+(a few dependent DRAM round trips). Fitted on the A100 decode rows with 8-32 heads per KV head
+(3 us at 1.41 GHz; model/compiler/README.md "Fitted parameters")."""
+
+XQA_FIXED_CYCLES = 4.0e-6 * 1.4106e9
+"""Per-op fixed cycles of XQA beyond the device floor (clearing the multi-block semaphores and
+scratch before the CTAs run). Fitted with XQA_WAVE_CYCLES (4 us at 1.41 GHz)."""

@@ -38,6 +38,7 @@ from model.telemetry.vocab import (
     OP_DTYPE,
     OP_SHAPE_COLUMNS,
     OPS,
+    OPTIONAL_SHAPE_COLUMNS,
     SHAPE_COLUMNS,
 )
 
@@ -152,6 +153,12 @@ def _users(column: str) -> list[str]:
     return [op for op, cols in OP_SHAPE_COLUMNS.items() if column in cols]
 
 
+def _accepting(column: str) -> list[str]:
+    """Ops whose rows may set `column` (required or optional)."""
+    optional = [op for op, cols in OPTIONAL_SHAPE_COLUMNS.items() if column in cols]
+    return _users(column) + optional
+
+
 def _with_default(value: pl.Series, present: pl.Series, default: str | None) -> pl.Series:
     """`value` where the cell holds something, `default` where it is empty."""
     if default is None:
@@ -227,7 +234,7 @@ def _checks(shown: dict[str, str], time_name: str) -> list[RowCheck]:
         )
     for c in (*INT_SHAPE_COLUMNS, "tp"):
         value = pl.col(c)
-        applies = op.is_in(_users(c)) if c != "tp" else pl.lit(True)
+        applies = op.is_in(_accepting(c)) if c != "tp" else pl.lit(True)
         checks.append(
             RowCheck(
                 "bad_shape",
@@ -258,7 +265,7 @@ def _checks(shown: dict[str, str], time_name: str) -> list[RowCheck]:
             RowCheck(
                 "foreign_shape",
                 shown[c],
-                ~op.is_in(_users(c)) & pl.col(f"{c}__set"),
+                ~op.is_in(_accepting(c)) & pl.col(f"{c}__set"),
                 "set, but this row's op does not use it",
             )
         )

@@ -16,6 +16,10 @@ OP_SHAPE_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 """Shape columns each op requires; every other shape column must be empty on its rows."""
 
+OPTIONAL_SHAPE_COLUMNS: dict[str, tuple[str, ...]] = {"gemm": ("batch",)}
+"""Shape columns an op accepts but does not require: `batch` on a GEMM row is a batched GEMM
+(batch independent m x n x k products in one kernel); empty means one."""
+
 OPS = tuple(OP_SHAPE_COLUMNS)
 """Known op names."""
 

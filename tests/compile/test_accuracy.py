@@ -23,7 +23,7 @@ def reports() -> dict[str, dict]:
 def test_gemm_rows_meet_the_target_and_beat_the_naive_roofline(reports) -> None:
     gemm = reports["gemm"]
     assert gemm["rows"] == 9240 and gemm["implausible_rows"] == 0
-    assert gemm["mdape"] <= 0.12
+    assert gemm["mdape"] <= 0.08  # issue 11: no regression from 7.8%
     assert gemm["naive_roofline"]["mdape"] == pytest.approx(0.52, abs=0.01)  # the README's 52%
     assert gemm["mdape"] < gemm["naive_roofline"]["mdape"] / 4
     assert 0.9 < gemm["median_ratio"] < 1.1
@@ -41,8 +41,10 @@ def test_layer_ops_meet_the_target(reports) -> None:
 
 def test_attention_meets_the_target_and_flags_the_suspect_decode_rows(reports) -> None:
     attention = reports["attention"]
-    assert attention["mdape"] <= 0.25
+    assert attention["mdape"] <= 0.15
     assert attention["by_op"]["attention_prefill"]["mdape"] <= 0.12
+    # decode: the library's kernel choice (packed XQA vs per-head MHA) per head group
+    assert attention["by_op"]["attention_decode"]["mdape"] <= 0.25
     # the README: about 7% of decode rows imply more than peak HBM bandwidth
     decode_rows = 5026
     assert 0.05 * decode_rows < attention["implausible_rows"] < 0.09 * decode_rows

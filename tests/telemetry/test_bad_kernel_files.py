@@ -165,24 +165,27 @@ def test_shape_rules_per_op(write) -> None:
         "attention_decode,bf16,,,,8,1,100,32,8,128,,,,20",  # 2 kept
         "attention_decode,bf16,,,,8,1,100,32,5,128,,,,20",  # 3 heads % kv_heads
         "attention_prefill,bf16,,,,8,64,64,32,8,,,,,20",  # 4 missing head_dim
-        "gemm,bf16,8,8,8,4,,,,,,,,,20",  # 5 batch set on gemm
+        "gemm,bf16,8,8,8,,4,,,,,,,,20",  # 5 q_len set on gemm
         "elementwise,bf16,,,,,,,,,,rmsnorm,16,4096,3",  # 6 kept
         "elementwise,bf16,,,,,,,,,,softmax,16,4096,3",  # 7 unknown kind
         "elementwise,bf16,,,,,,,,,,,16,4096,3",  # 8 missing kind
         "elementwise,bf16,NA,,,,,,,,,silu_and_mul,16,4096,3",  # 9 kept: NA is empty, alias
+        "gemm,bf16,8,8,8,4,,,,,,,,,20",  # 10 kept: a batched GEMM (batch is optional on gemm)
+        "gemm,bf16,8,8,8,0,,,,,,,,,20",  # 11 batch must be a whole number >= 1
     ]
     tel = read_kernel_telemetry(write("ops.csv", header + "\n".join(rows) + "\n"))
     assert tel.report.counts == {
         "missing_shape": 2,
-        "bad_shape": 1,
+        "bad_shape": 2,
         "unknown_kind": 1,
         "foreign_shape": 1,
     }
-    assert tel.provenance.line.tolist() == [2, 6, 9]
-    assert tel.frame["kind"].cast(pl.String).to_list() == [None, "rmsnorm", "silu_mul"]
+    assert tel.provenance.line.tolist() == [2, 6, 9, 10]
+    assert tel.frame["kind"].cast(pl.String).to_list() == [None, "rmsnorm", "silu_mul", None]
+    assert tel.frame["batch"].to_list()[-1] == 4
     reasons = {e.reason: str(e.examples[0]).split(": ", 1)[1] for e in tel.report.exclusions}
     assert reasons["bad_shape"] == "kv_heads: heads is not a multiple of kv_heads ('5')"
-    assert reasons["foreign_shape"] == "batch: set, but this row's op does not use it ('4')"
+    assert reasons["foreign_shape"] == "q_len: set, but this row's op does not use it ('4')"
 
 
 @pytest.mark.parametrize(
