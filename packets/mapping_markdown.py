@@ -49,6 +49,15 @@ def calibration_markdown(cal: dict, written: str | None = None) -> str:
             f"{s['limit']:g} ({s['why']}): a mechanism the model lacks is being absorbed"
             for s in cal.get("suspect", [])
         ],
+        *(
+            [
+                f"- {cal['choice']['field']}: {cal['choice']['chosen']} (training loss "
+                + ", ".join(f"{k} {v:.4g}" for k, v in cal["choice"]["loss"].items())
+                + ")"
+            ]
+            if cal.get("choice")
+            else []
+        ),
         "",
         "| MdAPE | train | held-out |",
         "|---|---:|---:|",

@@ -2,7 +2,9 @@
 physical bounds, cross-validated by shape and by regime, with error bands from the residuals.
 
 Which parameters: `BOUNDS`, a table of (field, lower, upper, step, why) the fit iterates over;
-a field the envelope lacks is skipped, so a new mechanism parameter is a one-line addition.
+a field the envelope lacks is skipped, so a new mechanism parameter is a one-line addition. The
+GEMM library's schedule (waves or persistent, epilogue overlap) is a categorical choice made
+on the training loss (`choose_schedule`).
 Spec-sheet figures (peaks, bandwidths, SRAM) are never refitted. The device floor
 `min_kernel_us` is fitted too, with bounds from the data (`floor_bounds`): no longer than the
 fastest measured kernel (a longer floor overpredicts it), and no shorter than that kernel's
@@ -316,6 +318,56 @@ def fit_envelope(rows: pl.DataFrame, hw: HardwareEnvelope) -> Fit:
     )
 
 
+CHOICE_FIELD = "gemm_library"
+"""The categorical mechanism the fit chooses: the GEMM library descriptor (schedule: waves or
+persistent, epilogue overlap, multicast; model/compiler/library.py)."""
+
+
+def schedule_candidates(hw: HardwareEnvelope) -> tuple[str, ...]:
+    """Library descriptors that schedule GEMMs differently on `hw`: the envelope's own first,
+    then one per other distinct (schedule, epilogue overlap, multicast where the device has
+    clusters, fixed cycles). Empty when the envelope has no library field."""
+    if not hasattr(hw, CHOICE_FIELD):
+        return ()
+    from model.compiler.library import LIBRARIES
+
+    def signature(lib) -> tuple:
+        multicast = lib.multicast and getattr(hw, "cluster_size", 1) > 1
+        return (lib.schedule, lib.epilogue_overlap, multicast, lib.fixed_cycles)
+
+    own = hw.library()
+    seen, names = {signature(own)}, [own.name]
+    for name, lib in LIBRARIES.items():
+        if signature(lib) not in seen:
+            seen.add(signature(lib))
+            names.append(name)
+    return tuple(names)
+
+
+def choose_schedule(rows: pl.DataFrame, hw: HardwareEnvelope, fit: Fit) -> tuple[Fit, dict]:
+    """The schedule choice: the training loss of the fitted envelope with each candidate
+    library (`schedule_candidates`) at the fitted parameters; where another library fits better,
+    the parameters are refitted with it and kept if the refit's loss is lower still. Returns (the fit kept, {chosen, loss: {library: loss}})."""
+    names = schedule_candidates(hw)
+    gemm = rows.filter(pl.col("op") == "gemm") if "op" in rows.columns else rows
+    if len(names) < 2 or gemm.height == 0:
+        return fit, {}
+    measured = rows["latency_us"].cast(pl.Float64).to_numpy()
+    losses = {}
+    for name in names:
+        env = fit.envelope.with_overrides(**{CHOICE_FIELD: name})
+        losses[name] = round(float(huber_log_loss(measured, predict_kernels(rows, env))), 6)
+    chosen = min(names, key=lambda n: (losses[n], names.index(n)))
+    if chosen != names[0]:
+        refit = fit_envelope(rows, hw.with_overrides(**{CHOICE_FIELD: chosen}))
+        measured_loss = float(huber_log_loss(measured, predict_kernels(rows, refit.envelope)))
+        if measured_loss < losses[names[0]]:
+            fit = refit
+        else:
+            chosen = names[0]
+    return fit, {"field": CHOICE_FIELD, "chosen": chosen, "loss": losses}
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A calibration's result: the fitted envelope and its errors before and after.
@@ -356,6 +408,7 @@ class Calibration:
     bands: ErrorBands | None = None
     band_coverage_heldout: float | None = None
     heldout_ratio: dict[str, float] | None = None
+    choice: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         """Plain JSON-ready form (`telemetry calibrate --json`)."""
@@ -368,6 +421,7 @@ class Calibration:
                 k: {"lower": v[0], "upper": v[1], "why": v[2]} for k, v in self.bounds.items()
             },
             "suspect": [dict(s) for s in self.suspect],
+            "choice": dict(self.choice),
             "rows_train": self.rows_train,
             "rows_heldout": self.rows_heldout,
             "implausible_rows": self.implausible_rows,
@@ -418,7 +472,7 @@ def calibrate(frame: pl.DataFrame, hw: HardwareEnvelope) -> Calibration:
             f"calibration needs at least {MIN_ROWS // 2} rows in each half, got {train.height} "
             f"to train and {held.height} held out: measure more distinct shapes"
         )
-    fit = fit_envelope(train, hw)
+    fit, choice = choose_schedule(train, hw, fit_envelope(train, hw))
     envelope = fit.envelope
     measured, measured_held = train["latency_us"].to_numpy(), held["latency_us"].to_numpy()
     predicted = {
@@ -459,6 +513,7 @@ def calibrate(frame: pl.DataFrame, hw: HardwareEnvelope) -> Calibration:
         bands=bands,
         band_coverage_heldout=bands.coverage(ops_held, predicted["fitted", "held"], measured_held),
         heldout_ratio=ratio_quantiles(measured_held, predicted["fitted", "held"]),
+        choice=choice,
     )
 
 

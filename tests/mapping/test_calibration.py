@@ -263,3 +263,18 @@ def test_shipped_a100_bands_regenerate_to_the_same_table() -> None:
     regenerated = bands_json(a100_residual_bands())
     assert regenerated == A100_BANDS_FILE.read_text(encoding="utf-8")
     assert REGENERATE_COMMAND in shipped_bands().provenance
+
+
+def test_the_schedule_choice_follows_the_data() -> None:
+    """A100 tables are timed on one-tile-per-block kernels (waves); a table generated with a
+    persistent, epilogue-overlapped schedule makes the fit choose that library instead."""
+    frame = load_measured("gemm")[::6]
+    real = calibrate(frame, A100)
+    assert real.choice["chosen"] == "cublas-ampere"
+    assert set(real.choice["loss"]) >= {"cublas-ampere", "cublas-hopper"}
+    persistent = predict_kernels(frame, A100.with_overrides(gemm_library="cublas-hopper"))
+    cal = calibrate(frame.with_columns(latency_us=pl.Series(persistent)), A100)
+    assert cal.choice["chosen"] == "cublas-hopper"
+    assert cal.envelope.gemm_library == "cublas-hopper"
+    assert cal.choice["loss"]["cublas-hopper"] < cal.choice["loss"]["cublas-ampere"]
+    assert "gemm_library: cublas-hopper" in calibration_markdown(cal.as_dict())
