@@ -178,6 +178,40 @@ class ErrorBands:
         return cls(cells=cells, provenance=str(data["provenance"]))
 
 
+def parse_bands(data: object) -> ErrorBands:
+    """Bands from parsed JSON: a bands file (`BANDS_SCHEMA`) or a calibration's `--json` output
+    (its `bands` key). A one-line ValueError names the field that is wrong."""
+    if isinstance(data, dict) and "schema" not in data and isinstance(data.get("bands"), dict):
+        data = data["bands"]
+    if not isinstance(data, dict) or data.get("schema") != BANDS_SCHEMA:
+        raise ValueError(
+            f"not error bands: expected schema {BANDS_SCHEMA!r} (a bands file or the output "
+            "of `workbench telemetry calibrate --json`)"
+        )
+    cells = data.get("cells")
+    if not isinstance(cells, dict) or "all" not in cells:
+        raise ValueError("bands.cells must map band cells to quantiles and include 'all'")
+    parsed = {}
+    for key, cell in cells.items():
+        where = f"bands.cells.{key}"
+        if not isinstance(cell, dict):
+            raise ValueError(f"{where} must be a mapping of rows, p10, p50, p90")
+        rows = cell.get("rows")
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
+            raise ValueError(f"{where}.rows must be a whole number >= 1")
+        values = []
+        for q in ("p10", "p50", "p90"):
+            v = cell.get(q)
+            if not isinstance(v, int | float) or isinstance(v, bool) or not 0 < v < 1e6:
+                raise ValueError(f"{where}.{q} must be a positive number")
+            values.append(float(v))
+        if not values[0] <= values[1] <= values[2]:
+            raise ValueError(f"{where}: p10 <= p50 <= p90 must hold")
+        parsed[str(key)] = (rows, *values)
+    provenance = data.get("provenance")
+    return ErrorBands(cells=parsed, provenance=str(provenance or "bands given"))
+
+
 def _quantiles(ratio: np.ndarray) -> tuple[int, float, float, float]:
     q = np.quantile(ratio, BAND_QUANTILES)
     return (len(ratio), *(round(float(v), BAND_DECIMALS) for v in q))

@@ -119,3 +119,51 @@ def test_bands_from_a_calibration_replace_the_shipped_ones() -> None:
     report = accuracy_report(frame, A100, bands=narrow)
     assert report["bands"]["provenance"] == "a calibration of nothing"
     assert report["bands"]["coverage"] < 0.1
+
+
+def test_compare_takes_the_bands_of_a_calibration(tmp_path, capsys) -> None:
+    """`calibrate --json` carries its bands; `compare --bands` gives every prediction those."""
+    import json
+
+    from workbench.cli import main
+
+    table = tmp_path / "gemm.csv"
+    load_measured("gemm")[::20].write_csv(table)
+    capsys.readouterr()
+    assert main(["telemetry", "calibrate", str(table), "--hardware", "a100-sxm", "--json"]) == 0
+    calibration = tmp_path / "cal.json"
+    calibration.write_text(capsys.readouterr().out)
+    args = ["telemetry", "compare", str(table), "--hardware", "a100-sxm"]
+    assert main([*args, "--bands", str(calibration), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bands"]["provenance"].startswith("residuals of a100-sxm calibrated on 231")
+    assert 0.7 < report["bands"]["coverage"] < 0.9
+    assert main([*args, "--markdown"]) == 0
+    assert "10-90% band us" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not JSON (line 1, column 2)"),
+        ('{"schema": "other"}', "not error bands: expected schema 'handoff-error-bands/1'"),
+        ('{"schema": "handoff-error-bands/1", "cells": {"all": {"rows": 3, "p10": 1.2, '
+         '"p50": 1.0, "p90": 1.3}}}', "bands.cells.all: p10 <= p50 <= p90 must hold"),
+        ('{"schema": "handoff-error-bands/1", "cells": {"all": {"rows": 3, "p10": "x", '
+         '"p50": 1.0, "p90": 1.3}}}', "bands.cells.all.p10 must be a positive number"),
+    ],
+)  # fmt: skip
+def test_a_bad_bands_file_is_a_one_line_error_naming_file_and_field(
+    tmp_path, capsys, text: str, message: str
+) -> None:
+    from workbench.cli import main
+
+    table, bands = tmp_path / "gemm.csv", tmp_path / "bands.json"
+    load_measured("gemm")[:30].write_csv(table)
+    bands.write_text(text)
+    capsys.readouterr()
+    code = main(["telemetry", "compare", str(table), "--hardware", "a100-sxm", "--bands",
+                 str(bands)])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and "\n" not in err and "Traceback" not in err
+    assert str(bands) in err and message in err
