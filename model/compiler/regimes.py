@@ -60,8 +60,8 @@ def time_class(predicted_us: np.ndarray) -> np.ndarray:
 
 def band_key(ops: np.ndarray, predicted_us: np.ndarray) -> np.ndarray:
     """(rows,) 'op|time class' band cell of each prediction."""
-    classes = time_class(predicted_us)
-    return np.array([f"{o}|{c}" for o, c in zip(ops, classes, strict=True)])
+    ops = np.asarray(ops).astype(str)
+    return np.char.add(np.char.add(ops, "|"), time_class(predicted_us))
 
 
 @dataclass(frozen=True)
@@ -138,11 +138,15 @@ class ErrorBands:
         """(rows, 3) p10, p50, p90 of measured/predicted for each prediction (fallbacks in the
         module docstring)."""
         keys = band_key(ops, predicted_us)
-        out = np.empty((len(keys), 3))
-        for i, (key, op) in enumerate(zip(keys, ops, strict=True)):
+        if len(keys) == 0:
+            return np.empty((0, 3))
+        unique, inverse = np.unique(keys, return_inverse=True)
+        table = np.empty((len(unique), 3))
+        for i, key in enumerate(unique.tolist()):
+            op = key.rsplit("|", 1)[0]
             cell = self.cells.get(key) or self.cells.get(f"{op}|all") or self.cells["all"]
-            out[i] = cell[1:]
-        return out
+            table[i] = cell[1:]
+        return table[inverse.reshape(-1)]
 
     def band_us(self, ops: np.ndarray, predicted_us: np.ndarray) -> np.ndarray:
         """(rows, 2) [low, high] us: the 10-90% band of each prediction."""
