@@ -49,19 +49,35 @@ BANDS_SCHEMA = "handoff-error-bands/1"
 REGENERATE_COMMAND = "python -m model.compiler.regimes"
 
 
+TIME_CLASS_NAMES = (
+    f"<{TIME_CLASSES_US[0]:g}us",
+    f"{TIME_CLASSES_US[0]:g}-{TIME_CLASSES_US[1]:g}us",
+    f">={TIME_CLASSES_US[1]:g}us",
+)
+"""Names of the predicted-time classes, shortest first."""
+
+
+def _cells(ops: np.ndarray, predicted_us: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """(distinct 'op|time class' names, (rows,) index of each row's name): strings are built
+    once per distinct cell, not per row."""
+    column = pl.Series(np.asarray(ops).astype(str), dtype=pl.String)  # polars factorizes fast
+    unique_ops = column.unique().sort()
+    op_index = (column.rank("dense").to_numpy() - 1).astype(np.int64)
+    klass = np.searchsorted(TIME_CLASSES_US, np.asarray(predicted_us, np.float64), side="right")
+    names = [f"{op}|{c}" for op in unique_ops.to_list() for c in TIME_CLASS_NAMES]
+    return names, op_index * len(TIME_CLASS_NAMES) + klass
+
+
 def time_class(predicted_us: np.ndarray) -> np.ndarray:
     """(rows,) str class of each predicted device time: '<10us', '10-100us' or '>=100us'."""
-    low, high = TIME_CLASSES_US
-    t = np.asarray(predicted_us, dtype=np.float64)
-    return np.where(
-        t < low, f"<{low:g}us", np.where(t < high, f"{low:g}-{high:g}us", f">={high:g}us")
-    )
+    klass = np.searchsorted(TIME_CLASSES_US, np.asarray(predicted_us, np.float64), side="right")
+    return np.asarray(TIME_CLASS_NAMES)[klass]
 
 
 def band_key(ops: np.ndarray, predicted_us: np.ndarray) -> np.ndarray:
     """(rows,) 'op|time class' band cell of each prediction."""
-    ops = np.asarray(ops).astype(str)
-    return np.char.add(np.char.add(ops, "|"), time_class(predicted_us))
+    names, index = _cells(ops, predicted_us)
+    return np.asarray(names, dtype=object)[index].astype(str) if len(index) else np.array([])
 
 
 @dataclass(frozen=True)
@@ -137,16 +153,13 @@ class ErrorBands:
     def ratios(self, ops: np.ndarray, predicted_us: np.ndarray) -> np.ndarray:
         """(rows, 3) p10, p50, p90 of measured/predicted for each prediction (fallbacks in the
         module docstring)."""
-        keys = band_key(ops, predicted_us)
-        if len(keys) == 0:
-            return np.empty((0, 3))
-        unique, inverse = np.unique(keys, return_inverse=True)
-        table = np.empty((len(unique), 3))
-        for i, key in enumerate(unique.tolist()):
+        names, index = _cells(ops, predicted_us)
+        table = np.empty((len(names), 3))
+        for i, key in enumerate(names):
             op = key.rsplit("|", 1)[0]
             cell = self.cells.get(key) or self.cells.get(f"{op}|all") or self.cells["all"]
             table[i] = cell[1:]
-        return table[inverse.reshape(-1)]
+        return table[index] if len(index) else np.empty((0, 3))
 
     def band_us(self, ops: np.ndarray, predicted_us: np.ndarray) -> np.ndarray:
         """(rows, 2) [low, high] us: the 10-90% band of each prediction."""
