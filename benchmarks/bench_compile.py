@@ -15,12 +15,15 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import polars as pl
 
 from benchmarks.report import write_section
-from model.compiler.accuracy import accuracy_report, predict_kernels
+from model.compiler.accuracy import accuracy_report, fastest_possible_us, predict_kernels
+from model.compiler.autotune import best_gemm
 from model.compiler.blocks import BlockSpec
 from model.compiler.calibration import regime_report, transfer
 from model.compiler.hardware import preset
+from model.compiler.library import trtllm_packs_query_heads
 from model.compiler.measured import load_measured
 from model.compiler.service_table import FallbackPolicy, build_service_table
 
@@ -125,8 +128,6 @@ def _ratio(r: dict) -> str:
 def transfer_section() -> str:
     """Markdown: leave-one-regime-out on the A100 GEMM table and cross-source transfer between
     TensorRT-LLM's GEMMs and Vidur's layer-op GEMMs; fitted values, suspect bounds, stability."""
-    import polars as pl
-
     a100 = preset("a100-sxm")
     trt = load_measured("gemm")
     vidur = load_measured("layer_ops").filter(pl.col("op") == "gemm")
@@ -173,6 +174,53 @@ def transfer_section() -> str:
     return "\n".join(lines)
 
 
+def _signed(measured: np.ndarray, predicted: np.ndarray) -> str:
+    ratio = measured / predicted
+    ape = np.abs(predicted - measured) / measured
+    return f"{len(ratio)} | {np.median(ratio):.3f} | {100 * np.median(ape):.1f}%"
+
+
+def regime_section() -> str:
+    """Markdown table: median signed ratio measured / predicted per regime (GEMM rows, A100):
+    small vs large kernels, k <= 512 vs larger, single-wave vs multi-wave, and decode attention
+    per kernel the library picks."""
+    a100 = preset("a100-sxm")
+    gemm = load_measured("gemm")
+    measured = gemm["latency_us"].to_numpy()
+    predicted = predict_kernels(gemm, a100)
+    m, n, k = (gemm[c].cast(float).to_numpy() for c in ("m", "n", "k"))
+    _, tiles = best_gemm(a100, "bf16", m, n, k)
+    count = np.ceil(m / tiles[:, 0]) * np.ceil(n / tiles[:, 1]) * tiles[:, 3]
+    single = count <= a100.units_per_core
+    regimes = [
+        ("GEMM, all", np.ones(len(m), dtype=bool)),
+        ("GEMM, small (measured < 20 us)", measured < 20),
+        ("GEMM, large (>= 20 us)", measured >= 20),
+        ("GEMM, fixed-cost dominated (< 5 us)", measured < 5),
+        ("GEMM, k <= 512", k <= 512),
+        ("GEMM, k > 512", k > 512),
+        ("GEMM, single wave", single),
+        ("GEMM, multi-wave", ~single),
+    ]
+    lines = [
+        "| regime | rows | median measured/predicted | MdAPE |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {name} | {_signed(measured[sel], predicted[sel])} |" for name, sel in regimes]
+    attention = load_measured("attention")
+    decode = attention.filter(pl.col("op") == "attention_decode")
+    measured = decode["latency_us"].to_numpy()
+    predicted = predict_kernels(decode, a100)
+    plausible = measured >= fastest_possible_us(decode, a100)
+    cols = [decode[c].to_numpy() for c in ("batch", "kv_len", "heads", "kv_heads")]
+    packed = trtllm_packs_query_heads(a100, *cols)
+    for name, sel in (("decode attention, packed (XQA)", packed),
+                      ("decode attention, per head (MHA)", ~packed)):  # fmt: skip
+        sel = sel & plausible
+        lines.append(f"| {name} | {_signed(measured[sel], predicted[sel])} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     write_section(
         "compile-transfer", "Compile-plan model: calibration transfer on the A100 data",
@@ -180,10 +228,20 @@ def main() -> None:
     )  # fmt: skip
     if "--transfer" in sys.argv[1:]:
         return
-    write_section("compile-speed", "Compile-plan model: speed", COMMAND, speed_section())
+    load_before = os.getloadavg()[0]
+    speed = speed_section()
+    speed += (
+        f"\n\n1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after "
+        f"(on {os.cpu_count()} CPUs): other work on the machine slows these figures."
+    )
+    write_section("compile-speed", "Compile-plan model: speed", COMMAND, speed)
     write_section(
         "compile-accuracy", "Compile-plan model: accuracy on the A100 data", COMMAND,
         accuracy_section(),
+    )  # fmt: skip
+    write_section(
+        "compile-regimes", "Compile-plan model: signed error per regime (A100)", COMMAND,
+        regime_section(),
     )  # fmt: skip
 
 

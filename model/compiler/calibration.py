@@ -59,6 +59,8 @@ class Bound:
         lower, upper: physical bounds, in the field's unit (FIELD_DOCS).
         step: initial simplex step of the search, same unit.
         why: where the bounds come from (reports print it beside a suspect fit).
+        effective: the envelope attribute holding the field's value in use when the field
+            itself is unset (None: the field is always set).
     """
 
     field: str
@@ -66,6 +68,14 @@ class Bound:
     upper: float
     step: float
     why: str
+    effective: str | None = None
+
+    def current(self, hw: HardwareEnvelope) -> float:
+        """The value `hw` uses for this field now."""
+        value = getattr(hw, self.field)
+        if value is None and self.effective is not None:
+            value = getattr(hw, self.effective)
+        return float(value)
 
 
 BOUNDS: tuple[Bound, ...] = (
@@ -78,7 +88,8 @@ BOUNDS: tuple[Bound, ...] = (
           "benchmarks); DRAM refresh and read/write turnaround keep any stream below 95%"),
     Bound("cache_efficiency", 0.5, 0.95, 0.1,
           "tiles' operand feed from the shared cache: L2 read microbenchmarks on A100 reach "
-          "~70-90% of its 5,120 B/clk peak; bank and crossbar conflicts keep any feed below 95%"),
+          "~70-90% of its 5,120 B/clk peak; bank and crossbar conflicts keep any feed below 95%",
+          effective="feed_efficiency"),
     Bound("fill_latency_us", 0.5, 6.0, 1.0,
           "a wave's first operands wait at least one DRAM round trip (~0.5-0.6 us on A100 and "
           "H100, pointer-chase microbenchmarks) and at most ~10 with prologue, barrier and "
@@ -268,7 +279,7 @@ def fit_envelope(rows: pl.DataFrame, hw: HardwareEnvelope) -> Fit:
     per_kernel = np.where(kernels > 0, measured / np.maximum(kernels, 1e-12), np.inf)
     fastest = int(np.argmin(per_kernel))
     no_floor = hw.with_overrides(**{FLOOR_FIELD: 0.0})
-    start = np.array([getattr(hw, b.field) for b in bounds], dtype=np.float64)
+    start = np.array([b.current(hw) for b in bounds], dtype=np.float64)
     low = np.array([b.lower for b in bounds])
     high = np.array([b.upper for b in bounds])
     steps = np.array([b.step for b in bounds])
@@ -497,7 +508,10 @@ def calibrate(frame: pl.DataFrame, hw: HardwareEnvelope) -> Calibration:
         }
     return Calibration(
         envelope=envelope,
-        original={name: float(getattr(hw, name)) for name in fit.fitted},
+        original={
+            **{b.field: b.current(hw) for b in searched_bounds(hw)},
+            FLOOR_FIELD: float(getattr(hw, FLOOR_FIELD)),
+        },
         fitted=fit.fitted,
         rows_train=train.height,
         rows_heldout=held.height,

@@ -1,10 +1,10 @@
 """Hardware envelopes: what a device offers the compile-plan model, with units and sources.
 
-A `HardwareEnvelope` is a frozen dataclass of spec-sheet figures plus four named efficiency
-parameters. The device's compute units are partitioned into `cores` (placement targets: MIG-like
+A `HardwareEnvelope` is a frozen dataclass of spec-sheet figures plus the named parameters
+fitted on the public A100 tables (`FITTED_FIELDS`, bounded by `PARAMETER_BOUNDS`). The device's compute units are partitioned into `cores` (placement targets: MIG-like
 slices of a GPU, or the cores of an NPU); one kernel runs on one core. Every preset figure is cited
 in `PRESET_SOURCES`; `FIELD_DOCS` gives each field's unit and valid range (the packet validator can
-show them). Efficiency parameters are the only ones set from measurements (README "Parameters").
+show them). Only the fitted fields are set from measurements (README "Parameters").
 """
 
 from __future__ import annotations
@@ -106,8 +106,9 @@ class HardwareEnvelope:
         sustained_clock_ratio: clock a unit sustains under dense matrix load (power limit) over
             the clock the peak is quoted at; matrix throughput is peak x compute_efficiency x
             this ratio x clock_scale.
-        cache_efficiency: fraction of the shared-cache feed bandwidth (`cache_gbs`) tiles achieve
-            (separate from HBM's memory_efficiency).
+        cache_efficiency: fraction of the shared-cache feed bandwidth (`cache_gbs`) tiles achieve,
+            a parameter apart from HBM's memory_efficiency; None (every preset) = the same value
+            as memory_efficiency, as the A100 fit was made (`feed_efficiency`).
         cluster_size: tiles of one thread-block cluster that share operand loads from the shared
             cache by multicast (TMA multicast on Hopper and later); 1 = no multicast.
         tf32_tflops: dense TF32 matrix TFLOP/s of the device (0: none); fp32 matmuls use it when
@@ -137,7 +138,7 @@ class HardwareEnvelope:
     fill_latency_us: float = 2.0
     matrix_flops_per_clock: float = 2048.0
     sustained_clock_ratio: float = 1.0
-    cache_efficiency: float = 0.8
+    cache_efficiency: float | None = None
     cluster_size: int = 1
     tf32_tflops: float = 0.0
     architecture: str = "generic"
@@ -156,6 +157,8 @@ class HardwareEnvelope:
         object.__setattr__(self, "peak_tflops", MappingProxyType(peaks))
         for name, (unit, _meaning, low, high) in FIELD_DOCS.items():
             values = peaks.values() if name == "peak_tflops" else [getattr(self, name)]
+            if name == "cache_efficiency" and self.cache_efficiency is None:
+                continue  # tied to memory_efficiency
             for value in values:
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     raise ValueError(f"hardware.{name} must be a number, got {value!r}")
@@ -233,6 +236,12 @@ class HardwareEnvelope:
         return DTYPE_BYTES[dtype]
 
     @property
+    def feed_efficiency(self) -> float:
+        """Fraction of the shared-cache feed bandwidth tiles achieve (cache_efficiency, or
+        memory_efficiency where it is not set apart)."""
+        return self.memory_efficiency if self.cache_efficiency is None else self.cache_efficiency
+
+    @property
     def clock_ghz(self) -> float:
         """The clock the 16-bit matrix peak is quoted at, GHz: peak / (units x FLOP/clk/unit)
         (A100 1.41, H100 1.83, B200 1.86, MI300X 2.10)."""
@@ -290,7 +299,7 @@ class HardwareEnvelope:
 
     def unit_feed_bps(self) -> float:
         """Bytes/s one unit achieves from the shared cache (also its cap on HBM pulls)."""
-        cache = self.cache_gbs * 1e9 * self.clock_scale * self.cache_efficiency
+        cache = self.cache_gbs * 1e9 * self.clock_scale * self.feed_efficiency
         return cache / self.total_units
 
     def core_hbm_bps(self) -> float:
@@ -514,7 +523,7 @@ def _npu_8c() -> HardwareEnvelope:
 
 _FEED = (
     "fill_latency_us: FILL_LATENCY_CYCLES (2,821, the A100 fit) at the clock derived from the "
-    "peak; compute_efficiency, memory_efficiency, cache_efficiency: the A100 fits, unchanged"
+    "peak; compute_efficiency, memory_efficiency (also the cache feed's): the A100 fits"
 )
 
 PRESET_SOURCES: dict[str, dict[str, str]] = {

@@ -7,8 +7,11 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   core's units (`ceil(tiles / units)` waves, the last one partial: wave quantization). Padding a
   dimension up to a tile multiple executes wasted FLOPs.
 * Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
-  operand traffic at this unit's share of bandwidth); each wave first waits `fill_latency_us`
-  for its operands; the epilogue (writing the output tile) follows the main loop unoverlapped.
+  operand traffic at this unit's share of bandwidth); each wave first waits a fill (a cycle
+  count, `HardwareEnvelope.fill_s`); the epilogue (writing the output tile) follows the main
+  loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
+  overlaps epilogues (`library.GemmLibrary`); with cluster multicast the tiles of a cluster
+  share their B-panel loads.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
   the unit's own port (so one busy unit cannot pull the whole HBM).
 * HBM traffic with reuse: the tiles of one wave share operand panels through the shared cache
@@ -196,6 +199,7 @@ def gemm_phase(
     b = hw.dtype_bytes(dtype)
     M, N, K = (_col(v).astype(precision) for v in (m, n, k))
     batches = _col(batch).astype(precision)
+    batched = bool(np.any(batches != 1.0))  # skip the batch bookkeeping for plain GEMMs
     table = np.asarray(candidates, dtype=precision)
     tm, tn, tk, split = (table[:, i][:, None] if per_point else table[:, i][None, :]
                          for i in range(4))  # fmt: skip
@@ -203,7 +207,9 @@ def gemm_phase(
     k_slice = np.ceil(K / split)
     tk = np.minimum(tk, np.ceil(k_slice / hw.tile_granule) * hw.tile_granule)  # never step past K
     k_steps = np.ceil(k_slice / tk)
-    tiles = m_tiles * n_tiles * split * batches
+    tiles = m_tiles * n_tiles * split
+    if batched:
+        tiles = tiles * batches
     active = np.minimum(tiles, hw.units_per_core)
 
     tile_flops = 2.0 * tm * tn * tk * k_steps
@@ -230,7 +236,9 @@ def gemm_phase(
     # column panels (widened along m when n has fewer tiles), which share operands through the
     # cache. The grid is swept footprint by footprint: A is read once per column group, B once
     # per row group. Edge padding is zero-filled, not fetched, so each read is the operand itself.
-    per_split = np.minimum(active / split, m_tiles * n_tiles)  # one GEMM of the batch
+    per_split = active / split
+    if batched:  # a wave's footprint lies within one GEMM of the batch
+        per_split = np.minimum(per_split, m_tiles * n_tiles)
     panel_rows = np.minimum(m_tiles, np.ceil(np.sqrt(per_split)))
     panel_cols = np.minimum(n_tiles, np.ceil(per_split / panel_rows))
     panel_rows = np.minimum(m_tiles, np.maximum(panel_rows, np.ceil(per_split / panel_cols)))
@@ -238,24 +246,26 @@ def gemm_phase(
     a_read = np.ceil(n_tiles / panel_cols) * a_ideal
     b_read = np.ceil(m_tiles / panel_rows) * b_ideal
     cached = batches * (a_ideal + b_ideal) <= hw.shared_cache_mib * 2**20 / 2
-    a_read = batches * np.where(cached, a_ideal, a_read)
-    b_read = batches * np.where(cached, b_ideal, b_read)
+    a_read = np.where(cached, a_ideal, a_read)  # per GEMM of the batch from here on
+    b_read = np.where(cached, b_ideal, b_read)
 
     spill = np.zeros_like(a_read)
     if a_on_chip:  # the spilled share of A is written out once and read back like an input
-        spill = a_fetched * ((0.0 if a_written else batches * a_ideal) + a_read)
+        spill = a_fetched * ((0.0 if a_written else a_ideal) + a_read)
         a_read = np.zeros_like(a_read)
-    out = batches * M * N * b * out_fraction
-    reads = a_read + b_read + spill
     # A wave waits for its full tiles. A-side traffic (A and its spill) is cut along m and
     # shared by every n-tile of those rows; B-side traffic is cut along n and shared along m.
     m_full, n_full = M / rows, N / cols
-    tile_reads = (a_read + spill) / (m_full * n_tiles * split * batches) + b_read / (
-        m_tiles * n_full * split * batches
-    )
+    tile_reads = (a_read + spill) / (m_full * n_tiles * split) + b_read / (m_tiles * n_full * split)
+    full_tiles = m_full * n_full * split
+    if batched:  # every GEMM of the batch moves its own operands
+        a_read, b_read, spill = a_read * batches, b_read * batches, spill * batches
+        full_tiles = full_tiles * batches
+    out = batches * M * N * b * out_fraction
+    reads = a_read + b_read + spill
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
-        m_full * n_full * split * batches, library,
+        full_tiles, library,
     )  # fmt: skip
     time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(

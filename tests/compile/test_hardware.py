@@ -160,3 +160,13 @@ def test_bad_labels_raise_one_line_errors() -> None:
         preset("a100-sxm").with_overrides(gemm_library="mkl")
     with pytest.raises(ValueError, match=r"hardware\.cluster_size must be a whole number"):
         preset("h100-sxm").with_overrides(cluster_size=1.5)
+
+
+def test_the_cache_feed_efficiency_is_a_parameter_apart_from_hbm_s() -> None:
+    a100 = preset("a100-sxm")
+    assert a100.cache_efficiency is None and a100.feed_efficiency == a100.memory_efficiency
+    apart = a100.with_overrides(cache_efficiency=0.6)
+    assert apart.unit_feed_bps() == pytest.approx(a100.unit_feed_bps() * 0.6 / 0.8)
+    assert apart.core_hbm_bps() == a100.core_hbm_bps()  # HBM is still 0.8 x 2,039 GB/s
+    with pytest.raises(ValueError, match=r"hardware\.cache_efficiency must be within"):
+        a100.with_overrides(cache_efficiency=1.5)

@@ -76,7 +76,7 @@ def test_one_more_row_shows_the_padding_and_wave_step() -> None:
     assert tuned[1] / tuned[0] > 1.02
 
 
-@pytest.mark.parametrize("hw_name", ["a100-sxm", "h100-sxm", "npu-8c", "tpu-v4"])
+@pytest.mark.parametrize("hw_name", ["a100-sxm", "h100-sxm", "b200", "mi300x", "npu-8c", "tpu-v4"])
 def test_decode_is_launch_or_memory_bound_and_prefill_compute_bound(hw_name: str) -> None:
     hw = preset(hw_name)
     gemms = {"qkv_proj", "out_proj", "gate_up_proj", "down_proj"}

@@ -94,3 +94,16 @@ def test_decode_attention_packs_query_heads_where_the_library_does() -> None:
     # reads K/V once either way: the other heads' re-reads hit the shared cache)
     assert packed.hbm_bytes[0] == per_head.hbm_bytes[0]
     assert packed.time_us[0] < per_head.time_us[0] / 2
+
+
+@pytest.mark.parametrize(
+    ("name", "best_published"),
+    [("a100-sxm", 0.90), ("h100-sxm", 0.78), ("b200", 0.78), ("mi300x", 0.50)],
+)
+def test_a_large_gemm_never_beats_the_best_published_fraction_of_peak(name, best_published):
+    hw = preset(name)
+    size = 8192.0
+    cost, _ = best_gemm(hw, "bf16", np.array([size]), size, size)
+    fraction = 2 * size**3 / (cost.time_us[0] * 1e-6) / (hw.peak_tflops["bf16"] * 1e12)
+    # the power limit and the pipeline together: close to, never above, the best published
+    assert best_published - 0.1 < fraction <= best_published
