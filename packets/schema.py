@@ -183,6 +183,8 @@ ENVELOPE_FIELDS: dict[str, Any] = {
     "compute_efficiency": (number(gt=0, le=1) | None, None),
     "memory_efficiency": (number(gt=0, le=1) | None, None),
     "fill_latency_us": (NonNegFloat | None, None),
+    "cache_efficiency": (number(gt=0, le=1) | None, None),
+    "gemm_library": (Text | None, None),
 }
 
 Hardware = create_model(
