@@ -4,8 +4,7 @@ physical bounds, cross-validated by shape and by regime, with error bands from t
 Which parameters: `BOUNDS`, a table of (field, lower, upper, step, why) the fit iterates over;
 a field the envelope lacks is skipped, so a new mechanism parameter is a one-line addition. The
 GEMM library's schedule (waves or persistent, epilogue overlap) is a categorical choice made
-on the training loss (`choose_schedule`).
-Spec-sheet figures (peaks, bandwidths, SRAM) are never refitted. The device floor
+on the training loss (`choose_schedule`). Spec-sheet figures (peaks, bandwidths, SRAM) are never refitted. The device floor
 `min_kernel_us` is fitted too, with bounds from the data (`floor_bounds`): no longer than the
 fastest measured kernel (a longer floor overpredicts it), and no shorter than that kernel's
 measured time less its modelled phases and `FLOOR_TOLERANCE` (a shorter floor predicts the
@@ -29,7 +28,8 @@ plus their phases), so it is profiled out: for each trial of the other parameter
 within its bounds is found on a grid over the predictions already computed. The others are
 searched with bounded Nelder-Mead (`minimize.py`), first on an evenly strided subsample of at
 most `SEARCH_ROWS` training rows (plus the fastest row, which sets the floor's bounds), then
-polished on every training row. Fitted values are rounded to `DECIMALS`.
+polished on every training row; a weak prior toward the input envelope (`PRIOR_WEIGHT`) holds
+parameters the data cannot separate. Fitted values are rounded to `DECIMALS`.
 
 Bands: the fitted envelope's residuals on the training rows give 10-90% bands of measured /
 predicted per op and predicted-time class (`regimes.bands_from_residuals`); the held-out rows'
