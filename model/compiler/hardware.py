@@ -656,6 +656,9 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
             "(Jouppi et al. ISCA 2023)"
         ),
         "fill_latency_us": "assumption: 2 us (no GPU-style SM pipeline; not cycle-derived)",
+        "sustained_clock_ratio": "1.0: assumption (no published power-limited MXU clock)",
+        "tf32_tflops": "0: no TF32; fp32 matmuls at the listed fp32 peak (XLA multi-pass bf16)",
+        "fitted": "compute_efficiency, memory_efficiency: the A100 fits, unchanged",
         "cluster_size": "1: no multicast modeled",
         "architecture": "tpu (fp16 runs as bf16)",
     },

@@ -142,7 +142,7 @@ def test_new_presets_cite_every_spec_figure() -> None:
         "tile_granule", "matrix_flops_per_clock", "sustained_clock_ratio", "cluster_size",
         "architecture", "fitted",
     )  # fmt: skip
-    for name in ("a100-sxm", "h100-sxm", "b200", "mi300x"):
+    for name in ("a100-sxm", "h100-sxm", "b200", "mi300x", "tpu-v4"):
         missing = [f for f in spec if f not in PRESET_SOURCES[name]]
         assert not missing, (name, missing)
     b200, mi300x = preset("b200"), preset("mi300x")

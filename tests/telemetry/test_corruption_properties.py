@@ -22,7 +22,7 @@ from model.telemetry import (
     read_kernel_telemetry,
     read_request_telemetry,
 )
-from model.telemetry.vocab import OP_SHAPE_COLUMNS, SHAPE_COLUMNS
+from model.telemetry.vocab import OP_SHAPE_COLUMNS, OPTIONAL_SHAPE_COLUMNS, SHAPE_COLUMNS
 
 COLUMNS = ["op", "dtype", *SHAPE_COLUMNS, "latency_us"]
 BASE = {
@@ -68,6 +68,10 @@ NEEDED_KIND = {
     "silu_and_mul": None,
 }
 FOREIGN = {"5": "foreign_shape", "abc": "foreign_shape", "NA": None, "": None}
+OPTIONAL_INT = {  # an optional shape (batch on a gemm row): empty is fine, a bad number is not
+    **dict.fromkeys(["", "NA", "5", "16.0"], None),
+    **dict.fromkeys(["0", "-3", "1.5", "abc"], "bad_shape"),
+}
 LATENCY = {
     **dict.fromkeys(["", "NA", *JUNK], "missing_latency"),
     **dict.fromkeys(["nan", "inf", "-inf", "1e400"], "nonfinite_latency"),
@@ -84,6 +88,8 @@ def choices_for(op: str, column: str) -> dict[str, str | None]:
         return DTYPE_VALUES
     if column == "latency_us":
         return LATENCY
+    if column in OPTIONAL_SHAPE_COLUMNS.get(op, ()):
+        return OPTIONAL_INT
     if column not in OP_SHAPE_COLUMNS[op]:
         return FOREIGN
     return NEEDED_KIND if column == "kind" else NEEDED_INT
