@@ -128,5 +128,7 @@ def dump_hardware(envelope: HardwareEnvelope, base: str | None = None) -> bytes:
         data["source"] = envelope.source
     for name in ENVELOPE_FIELDS:
         value = getattr(envelope, name)
+        if value is None or value == "":  # unset: the envelope's own default applies
+            continue
         data[name] = dict(sorted(value.items())) if name == "peak_tflops" else value
     return dump_yaml(data)

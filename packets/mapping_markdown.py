@@ -26,6 +26,11 @@ def _mib(value: float) -> str:
     return f"{value / 2**20:+,.0f}"
 
 
+def _bounds(cal: dict, name: str) -> str:
+    bound = cal.get("bounds", {}).get(name)
+    return "-" if bound is None else f"{bound['lower']:g}..{bound['upper']:g}"
+
+
 def calibration_markdown(cal: dict, written: str | None = None) -> str:
     """A calibration (`Calibration.as_dict()`) as markdown; `written`: the file it went to."""
     lines = [
@@ -33,9 +38,26 @@ def calibration_markdown(cal: dict, written: str | None = None) -> str:
         f"{cal['rows_heldout']} held-out rows ({cal['implausible_rows']} implausible rows "
         "excluded)",
         "",
-        "| field | before | fitted |",
-        "|---|---:|---:|",
-        *[f"| {f} | {cal['original'][f]:g} | {cal['fitted'][f]:g} |" for f in cal["fields"]],
+        "| field | before | fitted | bounds |",
+        "|---|---:|---:|---|",
+        *[
+            f"| {f} | {cal['original'][f]:g} | {cal['fitted'][f]:g} | {_bounds(cal, f)} |"
+            for f in cal["fields"]
+        ],
+        *[
+            f"- suspect: {s['field']} = {s['value']:g} sits on its {s['bound']} bound "
+            f"{s['limit']:g} ({s['why']}): a mechanism the model lacks is being absorbed"
+            for s in cal.get("suspect", [])
+        ],
+        *(
+            [
+                f"- {cal['choice']['field']}: {cal['choice']['chosen']} (training loss "
+                + ", ".join(f"{k} {v:.4g}" for k, v in cal["choice"]["loss"].items())
+                + ")"
+            ]
+            if cal.get("choice")
+            else []
+        ),
         "",
         "| MdAPE | train | held-out |",
         "|---|---:|---:|",
@@ -47,6 +69,14 @@ def calibration_markdown(cal: dict, written: str | None = None) -> str:
             f"| held-out {op} ({m['rows_heldout']} rows) | | "
             f"{_pct(m['original_heldout_mdape'])} -> {_pct(m['heldout_mdape'])} |"
         )
+    if cal.get("heldout_ratio"):
+        r = cal["heldout_ratio"]
+        lines += [
+            "",
+            f"Held-out measured/predicted: p10 {r['p10']:.2f}, p50 {r['p50']:.2f}, p90 "
+            f"{r['p90']:.2f}; {_pct(cal['band_coverage_heldout'])} of held-out rows inside the "
+            "10-90% bands of the training residuals.",
+        ]
     lines += ["", f"Loss: {cal['loss']}. Split: {cal['split']}."]
     if written:
         lines += ["", f"Wrote {written}: reference it from a packet with inputs.hardware.file."]

@@ -7,11 +7,12 @@ packets/FORMAT.md are relied on by scripts and must not change within format ver
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from model.compiler.hardware import FIELD_DOCS
+from model.compiler.library import LIBRARIES
 
 from .fields import (
     Bool,
@@ -225,6 +226,8 @@ ENVELOPE_FIELDS: dict[str, Any] = {
     "compute_efficiency": (envelope_number("compute_efficiency") | None, None),
     "memory_efficiency": (envelope_number("memory_efficiency") | None, None),
     "fill_latency_us": (envelope_number("fill_latency_us") | None, None),
+    "cache_efficiency": (envelope_number("cache_efficiency") | None, None),
+    "gemm_library": (Literal[tuple(LIBRARIES)] | None, None),  # type: ignore[valid-type]
 }
 
 Hardware = create_model(

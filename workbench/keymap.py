@@ -67,7 +67,9 @@ def load_keymap(path: Path, known_ids: Iterable[str]) -> KeymapLoad:
             return KeymapLoad()
         return KeymapLoad(warning=f"{path}: cannot read keymap ({exc.reason}); using default keys")
     except UnicodeDecodeError:
-        return KeymapLoad(warning=f"{path}: cannot read keymap (not UTF-8 text); using default keys")
+        return KeymapLoad(
+            warning=f"{path}: cannot read keymap (not UTF-8 text); using default keys"
+        )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

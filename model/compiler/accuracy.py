@@ -33,6 +33,7 @@ from model.compiler.autotune import best_attention, best_gemm
 from model.compiler.hardware import DTYPE_BYTES, HardwareEnvelope
 from model.compiler.kernels import elementwise_phase
 from model.compiler.library import XQA_FIXED_CYCLES, XQA_WAVE_CYCLES, trtllm_packs_query_heads
+from model.compiler.regimes import ErrorBands, band_key, shipped_bands
 
 OPS = ("gemm", "attention_prefill", "attention_decode", "elementwise")
 """Values of the `op` column the predictor understands."""
@@ -197,10 +198,15 @@ def _predict_elementwise(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarra
     return out
 
 
-def predict_kernels(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarray:
-    """Predicted device time of every row of a telemetry frame on `hw`, us, in row order."""
+def predict_kernels(
+    frame: pl.DataFrame, hw: HardwareEnvelope, *, checked: bool = False
+) -> np.ndarray:
+    """Predicted device time of every row of a telemetry frame on `hw`, us, in row order.
+    checked: the frame already passed an unchecked call's validation (a fit predicting the same
+    rows many times skips re-validating them)."""
     frame = as_plain_text(frame)
-    _check(frame)
+    if not checked:
+        _check(frame)
     out = np.full(len(frame), np.nan)
     ops = frame["op"].to_numpy()
     for op, predict in (
@@ -301,16 +307,46 @@ _SHAPE_COLUMNS = ("m", "n", "k", "batch", "q_len", "kv_len", "heads", "kv_heads"
                   "kind", "rows", "cols", "tp", "layer_op")  # fmt: skip
 
 
-def accuracy_report(frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10) -> dict:
+def _regime_rows(ops, measured, predicted, bands: ErrorBands) -> dict:
+    """Per band cell ('op|time class'): rows, MdAPE, p10/p50/p90 of measured / predicted, the
+    band's own ratios and the share of rows inside the band."""
+    keys = band_key(ops, predicted)
+    ratios = bands.ratios(ops, predicted)
+    out = {}
+    for key in sorted(set(keys.tolist())):
+        sel = keys == key
+        r = measured[sel] / predicted[sel]
+        q = np.quantile(r, (0.1, 0.5, 0.9))
+        inside = (r >= ratios[sel, 0]) & (r <= ratios[sel, 2])
+        out[key] = {
+            "rows": int(sel.sum()),
+            "mdape": float(np.median(np.abs(1.0 / r - 1.0))),
+            "ratio_p10": float(q[0]),
+            "ratio_p50": float(q[1]),
+            "ratio_p90": float(q[2]),
+            "band_p10": float(ratios[sel, 0][0]),
+            "band_p90": float(ratios[sel, 2][0]),
+            "band_coverage": float(np.mean(inside)),
+        }
+    return out
+
+
+def accuracy_report(
+    frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10, bands: ErrorBands | None = None
+) -> dict:
     """Score the model on a telemetry frame; a plain dict (stable keys, README "Accuracy report").
 
     Rows faster than `fastest_possible_us` allows are counted in `implausible_rows` and left
     out of every metric. Keys: rows, mdape, mape, p90_ape, median_ratio (measured/predicted),
-    implausible_rows, by_op, by_layer_op, by_kind, worst, naive_roofline, hardware, notes
-    (how dtypes without a native matrix peak were run, HardwareEnvelope.matrix_dtype).
-    APEs are fractions (0.1 = 10%).
+    implausible_rows, by_op, by_layer_op, by_kind, by_regime, bands, worst, naive_roofline,
+    hardware, notes (how dtypes without a native matrix peak were run,
+    HardwareEnvelope.matrix_dtype). APEs are fractions (0.1 = 10%). Every prediction carries a
+    10-90% error band from `bands` (default: the shipped A100 residual bands,
+    `regimes.shipped_bands`): `worst` rows give theirs as band_us, `by_regime` the band and its
+    coverage per op and time class, and `bands` the provenance and overall coverage.
     """
     frame = as_plain_text(frame)
+    bands = shipped_bands() if bands is None else bands
     predicted = predict_kernels(frame, hw)
     measured = frame["latency_us"].cast(pl.Float64).to_numpy()
     if np.any(~np.isfinite(measured) | (measured <= 0)):
@@ -336,6 +372,16 @@ def accuracy_report(frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10) 
                 **_metrics(measured[sel], predicted[sel]),
                 "naive_mdape": _metrics(measured[sel], naive[sel])["mdape"],
             }
+    ops = frame["op"].to_numpy()
+    band = bands.band_us(ops, predicted)
+    report["by_regime"] = _regime_rows(
+        ops[plausible], measured[plausible], predicted[plausible], bands
+    )
+    inside = (measured >= band[:, 0]) & (measured <= band[:, 1])
+    report["bands"] = {
+        "provenance": bands.provenance,
+        "coverage": float(np.mean(inside[plausible])) if plausible.any() else None,
+    }
     ape = np.where(plausible, np.abs(predicted - measured) / measured, -1.0)
     order = np.argsort(-ape, kind="stable")[: max(worst, 0)]
     shape_columns = [c for c in _SHAPE_COLUMNS if c in frame.columns]
@@ -346,6 +392,7 @@ def accuracy_report(frame: pl.DataFrame, hw: HardwareEnvelope, worst: int = 10) 
             **{c: frame[c][int(i)] for c in shape_columns if frame[c][int(i)] is not None},
             "measured_us": float(measured[i]),
             "predicted_us": float(predicted[i]),
+            "band_us": [float(band[i, 0]), float(band[i, 1])],
             "ape": float(ape[i]),
         }
         for i in order
@@ -383,17 +430,41 @@ def report_markdown(report: dict) -> str:
                 f"{pct(m['p90_ape'])} | {ratio(m['median_ratio'])} | {pct(m['naive_mdape'])} |"
             )
     lines += [f"Note: {note}." for note in report.get("notes", [])]
+    if report.get("by_regime"):
+        lines += [
+            "",
+            "Signed ratio measured/predicted per regime (op | predicted time), and the 10-90% "
+            f"error band each prediction carries ({report['bands']['provenance']}; "
+            f"{pct(report['bands']['coverage'])} of rows inside their band):",
+            "",
+            "| regime | rows | MdAPE | p10 | p50 | p90 | band | inside band |",
+            "|---|---:|---:|---:|---:|---:|---|---:|",
+        ]
+        for name, m in report["by_regime"].items():
+            lines.append(
+                f"| {name.replace('|', ' ')} | {m['rows']} | {pct(m['mdape'])} | "
+                f"{ratio(m['ratio_p10'])} | "
+                f"{ratio(m['ratio_p50'])} | {ratio(m['ratio_p90'])} | "
+                f"x{m['band_p10']:.2f}-x{m['band_p90']:.2f} | {pct(m['band_coverage'])} |"
+            )
     if report["worst"]:
-        lines += ["", "Worst rows:", "", "| row | op | shape | measured us | predicted us | APE |"]
-        lines.append("|---:|---|---|---:|---:|---:|")
+        lines += [
+            "",
+            "Worst rows:",
+            "",
+            "| row | op | shape | measured us | predicted us | 10-90% band us | APE |",
+        ]
+        lines.append("|---:|---|---|---:|---:|---|---:|")
         for w in report["worst"]:
             shape = ", ".join(
                 f"{k}={v}"
                 for k, v in w.items()
-                if k not in {"row", "op", "measured_us", "predicted_us", "ape"}
+                if k not in {"row", "op", "measured_us", "predicted_us", "band_us", "ape"}
             )
+            low, high = w.get("band_us", (None, None))
+            band = "-" if low is None else f"{low:.2f}-{high:.2f}"
             lines.append(
                 f"| {w['row']} | {w['op']} | {shape} | {w['measured_us']:.2f} | "
-                f"{w['predicted_us']:.2f} | {pct(w['ape'])} |"
+                f"{w['predicted_us']:.2f} | {band} | {pct(w['ape'])} |"
             )
     return "\n".join(lines) + "\n"

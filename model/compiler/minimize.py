@@ -1,6 +1,6 @@
 """Bounded Nelder-Mead: a derivative-free minimizer for the few efficiency parameters.
 
-scipy is not a dependency and the calibration fits three or four parameters of a piecewise
+scipy is not a dependency and the calibration fits four or five parameters of a piecewise
 smooth model (the autotuner's argmin makes the loss kinked), which is the case Nelder-Mead is
 for. Points are clipped to the box [low, high]; the search stops when the simplex has shrunk
 below `tolerance` (relative to the box) and its losses agree, or after `max_evaluations`.

@@ -12,6 +12,7 @@ counts one pass of the block unless its key says `request`):
     point             {batch, seq_len, tokens}: tokens = GEMM rows m
     fusion            [[op, ...], ...]  the plan's kernel groups
     baseline_fusion   [[op, ...], ...]
+    bands             where the kernels' error bands come from (provenance text)
     kernels           list, one per kernel of the plan, in launch order:
         ops                [op, ...]
         tiles              {op: tile label}  GEMM `MxNxK[/sS]`, attention `qQxkvKV[/sS]`
@@ -26,6 +27,9 @@ counts one pass of the block unless its key says `request`):
         launch_us          host launch overhead, us
         device_us          device floor + phases, us
         time_us            launch_us + device_us
+        band_us            [low, high] 10-90% band of time_us: launch_us + device_us x the
+                           p10 / p90 of measured/predicted among residuals of the same op class
+                           and predicted-time class (regimes.py)
         avg_hbm_gbs        HBM bytes over device time, GB/s
         peak_hbm_gbs       highest HBM demand of a phase (its burst rate), GB/s
         bound              launch | compute | memory | spill
@@ -53,7 +57,21 @@ from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
 from model.compiler.plan import KernelCost, evaluate_plan, resolve_tiles, tile_label
+from model.compiler.regimes import ErrorBands, shipped_bands
 from model.compiler.tiles import Tile
+
+GEMM_OPS = ("qkv_proj", "out_proj", "gate_up_proj", "down_proj")
+"""Block ops that are GEMMs (blocks.gemm_dims)."""
+
+
+def band_op(block: BlockSpec, ops: Sequence[str]) -> str:
+    """The measured-kernel op class whose residuals give a kernel's error band: attention
+    (prefill or decode by the block's phase) when the kernel runs it, else gemm when it runs a
+    GEMM, else elementwise."""
+    if "attention" in ops:
+        return f"attention_{block.phase}"
+    return "gemm" if any(op in GEMM_OPS for op in ops) else "elementwise"
+
 
 SCHEMA = "handoff-worksheet/1"
 
@@ -83,8 +101,11 @@ def _shift(replaced: Sequence[KernelCost], bound: str) -> str:
     return f"{before} -> {bound}"
 
 
-def _kernel_row(k: KernelCost, hw: HardwareEnvelope, baseline: list[KernelCost]) -> dict:
+def _kernel_row(
+    k: KernelCost, hw: HardwareEnvelope, baseline: list[KernelCost], band_ratios: np.ndarray
+) -> dict:
     replaced = [b for b in baseline if set(b.ops) & set(k.ops)]
+    launch, device = float(k.launch_us[0]), float(k.device_us[0])
     bound = str(k.bound()[0])
     baseline_bound = _aggregate_bound(replaced)
     return {
@@ -101,6 +122,7 @@ def _kernel_row(k: KernelCost, hw: HardwareEnvelope, baseline: list[KernelCost])
         "launch_us": float(k.launch_us[0]),
         "device_us": float(k.device_us[0]),
         "time_us": float(k.time_us[0]),
+        "band_us": [launch + device * band_ratios[0], launch + device * band_ratios[2]],
         "avg_hbm_gbs": float(k.average_gbs()[0]),
         "peak_hbm_gbs": float(k.peak_gbs[0]),
         "bound": bound,
@@ -121,8 +143,12 @@ def worksheet(
     *,
     baseline_fusion: str | Sequence[Sequence[str]] = "none",
     baseline_tiles: Mapping[str, Tile | Mapping] | None = None,
+    bands: ErrorBands | None = None,
 ) -> dict:
-    """The worksheet of a plan against its baseline at one (batch, seq_len); see module doc."""
+    """The worksheet of a plan against its baseline at one (batch, seq_len); see module doc.
+    bands: the error bands of the kernels' device time (default: the shipped A100 residual
+    bands, `regimes.shipped_bands`)."""
+    bands = shipped_bands() if bands is None else bands
     if not (isinstance(batch, int) and batch >= 1 and isinstance(seq_len, int) and seq_len >= 1):
         raise ValueError(f"worksheet: batch and seq_len must be whole numbers >= 1, got "
                          f"{batch!r}, {seq_len!r}")  # fmt: skip
@@ -133,7 +159,11 @@ def worksheet(
     base = evaluate_plan(
         block, hardware, base_groups, resolve_tiles(block, hardware, baseline_tiles), b, s
     )
-    rows = [_kernel_row(k, hardware, base) for k in plan]
+    ratios = bands.ratios(
+        np.array([band_op(block, k.ops) for k in plan]),
+        np.array([float(k.device_us[0]) for k in plan]),
+    )
+    rows = [_kernel_row(k, hardware, base, r) for k, r in zip(plan, ratios, strict=True)]
 
     def fixed(ks: list[KernelCost]) -> float:
         return sum(float(k.launch_us[0] + k.floor_us[0]) for k in ks)
@@ -155,6 +185,7 @@ def worksheet(
         "fusion": [list(g) for g in groups],
         "baseline_fusion": [list(g) for g in base_groups],
         "kernels": rows,
+        "bands": bands.provenance,
         "totals": {
             "launches_per_block": len(plan),
             "baseline_launches_per_block": len(base),
@@ -181,8 +212,8 @@ def worksheet_markdown(sheet: dict) -> str:
         f"({point['tokens']} tokens)",
         "",
         "| # | ops | tiles | launches | GFLOP | HBM MB | reuse | SRAM KiB (cap) | time us | "
-        "bound | shift |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "10-90% us | bound | shift |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for i, k in enumerate(sheet["kernels"]):
         tiles = ", ".join(f"{op} {label}" for op, label in k["tiles"].items()) or "-"
@@ -191,7 +222,8 @@ def worksheet_markdown(sheet: dict) -> str:
             f"| {i} | {' + '.join(k['ops'])} | {tiles} | {k['launches']} | "
             f"{k['flops'] / 1e9:.3f} | {k['hbm_bytes'] / 1e6:.2f}{spill} | {k['reuse_ratio']:.2f} "
             f"| {k['sram_kib']:.0f} ({k['sram_capacity_kib']:.0f}) | {k['time_us']:.2f} | "
-            f"{k['bound']} | {k['bottleneck_shift']} |"
+            f"{k['band_us'][0]:.2f}-{k['band_us'][1]:.2f} | {k['bound']} | "
+            f"{k['bottleneck_shift']} |"
         )
     lines += [
         "",
@@ -205,5 +237,7 @@ def worksheet_markdown(sheet: dict) -> str:
         f"(baseline {totals['baseline_block_time_us']:.2f} us); per request x{blk['layers']}: "
         f"{totals['request_time_us'] / 1e3:.3f} ms "
         f"(baseline {totals['baseline_request_time_us'] / 1e3:.3f} ms)",
+        f"- 10-90% band of each kernel's time: measured/predicted of similar measured kernels "
+        f"({sheet['bands']})",
     ]
     return "\n".join(lines) + "\n"

@@ -173,6 +173,23 @@ def test_worksheet_is_the_worksheet_commands(working: WorkingPacket, lab: Lab) -
     assert sheet["totals"]["launches_per_block"] < sheet["totals"]["baseline_launches_per_block"]
 
 
+def test_the_worksheet_view_shows_each_kernel_s_error_band(
+    working: WorkingPacket, lab: Lab
+) -> None:
+    from rich.console import Console
+
+    from workbench.screens.tune_views import worksheet_view
+
+    sheet = lab.worksheet(subject(working, name="standard-fusion-wide-tiles"), subject(working))
+    for compact, width in ((True, 80), (False, 160)):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(worksheet_view(sheet, compact=compact))
+        text = console.export_text()
+        assert "10-90%" in text
+        low, high = sheet["kernels"][0]["band_us"]
+        assert f"{low:,.1f}-{high:,.1f}" in text
+
+
 def test_views_read_the_run(working: WorkingPacket, lab: Lab) -> None:
     from model.runtime.bottleneck import SECONDARY_SHARE
 

@@ -9,6 +9,7 @@ import pytest
 from model.compiler.accuracy import accuracy_report, predict_kernels, report_markdown
 from model.compiler.hardware import preset
 from model.compiler.measured import load_measured
+from model.compiler.regimes import ErrorBands
 
 A100 = preset("a100-sxm")
 
@@ -93,3 +94,76 @@ def test_implausible_rows_are_counted_and_excluded() -> None:
 def test_bad_telemetry_names_row_and_field(frame, message) -> None:
     with pytest.raises(ValueError, match=message):
         predict_kernels(frame, A100)
+
+
+def test_every_prediction_carries_its_band_and_the_report_gives_signed_ratios(reports) -> None:
+    """compare's bands: the shipped A100 residual bands, so on the A100 GEMM table about 80%
+    of rows fall inside theirs (in every regime), and each worst row names its band."""
+    gemm = reports["gemm"]
+    assert "regenerate with" in gemm["bands"]["provenance"]
+    assert 0.75 <= gemm["bands"]["coverage"] <= 0.85
+    assert set(gemm["by_regime"]) == {"gemm|<10us", "gemm|10-100us", "gemm|>=100us"}
+    for name, regime in gemm["by_regime"].items():
+        assert regime["ratio_p10"] < regime["ratio_p50"] < regime["ratio_p90"], name
+        assert 0.7 <= regime["band_coverage"] <= 0.9, name
+    for row in gemm["worst"]:
+        low, high = row["band_us"]
+        assert low < row["predicted_us"] < high
+    text = report_markdown(gemm)
+    assert "| gemm <10us |" in text and "10-90% band us" in text
+
+
+def test_bands_from_a_calibration_replace_the_shipped_ones() -> None:
+    frame = load_measured("gemm")[::50]
+    narrow = ErrorBands({"all": (100, 0.999, 1.0, 1.001)}, "a calibration of nothing")
+    report = accuracy_report(frame, A100, bands=narrow)
+    assert report["bands"]["provenance"] == "a calibration of nothing"
+    assert report["bands"]["coverage"] < 0.1
+
+
+def test_compare_takes_the_bands_of_a_calibration(tmp_path, capsys) -> None:
+    """`calibrate --json` carries its bands; `compare --bands` gives every prediction those."""
+    import json
+
+    from workbench.cli import main
+
+    table = tmp_path / "gemm.csv"
+    load_measured("gemm")[::20].write_csv(table)
+    capsys.readouterr()
+    assert main(["telemetry", "calibrate", str(table), "--hardware", "a100-sxm", "--json"]) == 0
+    calibration = tmp_path / "cal.json"
+    calibration.write_text(capsys.readouterr().out)
+    args = ["telemetry", "compare", str(table), "--hardware", "a100-sxm"]
+    assert main([*args, "--bands", str(calibration), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bands"]["provenance"].startswith("residuals of a100-sxm calibrated on 231")
+    assert 0.7 < report["bands"]["coverage"] < 0.9
+    assert main([*args, "--markdown"]) == 0
+    assert "10-90% band us" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not JSON (line 1, column 2)"),
+        ('{"schema": "other"}', "not error bands: expected schema 'handoff-error-bands/1'"),
+        ('{"schema": "handoff-error-bands/1", "cells": {"all": {"rows": 3, "p10": 1.2, '
+         '"p50": 1.0, "p90": 1.3}}}', "bands.cells.all: p10 <= p50 <= p90 must hold"),
+        ('{"schema": "handoff-error-bands/1", "cells": {"all": {"rows": 3, "p10": "x", '
+         '"p50": 1.0, "p90": 1.3}}}', "bands.cells.all.p10 must be a positive number"),
+    ],
+)  # fmt: skip
+def test_a_bad_bands_file_is_a_one_line_error_naming_file_and_field(
+    tmp_path, capsys, text: str, message: str
+) -> None:
+    from workbench.cli import main
+
+    table, bands = tmp_path / "gemm.csv", tmp_path / "bands.json"
+    load_measured("gemm")[:30].write_csv(table)
+    bands.write_text(text)
+    capsys.readouterr()
+    code = main(["telemetry", "compare", str(table), "--hardware", "a100-sxm", "--bands",
+                 str(bands)])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and "\n" not in err and "Traceback" not in err
+    assert str(bands) in err and message in err

@@ -8,13 +8,14 @@ import pytest
 
 from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import preset
-from model.compiler.worksheet import SCHEMA, worksheet, worksheet_markdown
+from model.compiler.regimes import ErrorBands, shipped_bands
+from model.compiler.worksheet import SCHEMA, band_op, worksheet, worksheet_markdown
 
 KERNEL_KEYS = {
     "ops", "tiles", "launches", "flops", "exec_flops", "hbm_bytes", "spill_bytes", "reuse_ratio",
     "sram_kib", "sram_capacity_kib", "launch_us", "device_us", "time_us", "avg_hbm_gbs",
     "peak_hbm_gbs", "bound", "baseline_ops", "baseline_bound", "baseline_bounds",
-    "bottleneck_shift",
+    "bottleneck_shift", "band_us",
 }  # fmt: skip
 TOTAL_KEYS = {
     "launches_per_block", "baseline_launches_per_block", "launch_overhead_saved_us", "hbm_bytes",
@@ -62,3 +63,29 @@ def test_worksheet_rejects_bad_points() -> None:
     block = BlockSpec("mlp", "decode", "bf16", 4096, 32, 8, 128, 14336)
     with pytest.raises(ValueError, match="batch and seq_len must be whole numbers >= 1"):
         worksheet(block, preset("a100-sxm"), "standard", {}, 0, 128)
+
+
+def test_every_kernel_carries_the_band_of_its_op_and_time_class() -> None:
+    """The band scales the device time by the p10 / p90 of measured/predicted among the
+    residuals of kernels like it (same op class and predicted-time class); launch is host time,
+    outside the band's measurements."""
+    block = BlockSpec("llama-decoder", "prefill", "bf16", 4096, 32, 8, 128, 14336, 32)
+    sheet = worksheet(block, preset("a100-sxm"), "standard", {}, 2, 512)
+    bands = shipped_bands()
+    assert sheet["bands"] == bands.provenance
+    for kernel in sheet["kernels"]:
+        op = band_op(block, kernel["ops"])
+        ratios = bands.ratios([op], [kernel["device_us"]])[0]
+        low, high = kernel["band_us"]
+        assert low == pytest.approx(kernel["launch_us"] + kernel["device_us"] * ratios[0])
+        assert high == pytest.approx(kernel["launch_us"] + kernel["device_us"] * ratios[2])
+        assert low < high
+    assert {band_op(block, k["ops"]) for k in sheet["kernels"]} == {
+        "gemm", "attention_prefill", "elementwise"
+    }  # fmt: skip
+    # Bands from a calibration replace the shipped ones.
+    narrow = ErrorBands({"all": (100, 0.95, 1.0, 1.05)}, "a calibration")
+    sheet = worksheet(block, preset("a100-sxm"), "standard", {}, 2, 512, bands=narrow)
+    first = sheet["kernels"][0]
+    assert first["band_us"][1] == pytest.approx(first["launch_us"] + 1.05 * first["device_us"])
+    assert "10-90% us" in worksheet_markdown(sheet) and "a calibration" in worksheet_markdown(sheet)

@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     compare.add_argument("files", nargs="+", type=Path, metavar="FILE")
     compare.add_argument("--hardware", required=True, metavar="PRESET|FILE")
     _dtype_flag(compare)
+    compare.add_argument("--bands", type=Path, metavar="FILE",
+                         help="error bands: a `calibrate --json` output or a bands file "
+                         "(default: the shipped A100 residual bands)")  # fmt: skip
     _output_flags(compare)
     compare.set_defaults(run=run_compare)
     calibrate = actions.add_parser(
@@ -54,13 +57,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     calibrate.set_defaults(run=run_calibrate)
 
 
+def _bands_argument(path: Path):
+    """`--bands FILE`: error bands from a calibration's JSON or a bands file (one-line errors)."""
+    from model.compiler.regimes import parse_bands
+    from packets.errors import TelemetryProblem
+    from packets.files import read_file_bytes
+
+    raw = read_file_bytes(path)
+    try:
+        return parse_bands(json.loads(raw))
+    except (ValueError, UnicodeDecodeError) as exc:
+        message = str(exc) if not isinstance(exc, json.JSONDecodeError) else (
+            f"not JSON (line {exc.lineno}, column {exc.colno})"
+        )  # fmt: skip
+        raise TelemetryProblem(f"{path}: {message}") from None
+
+
 def run_compare(args: argparse.Namespace) -> int:
     from model.compiler.accuracy import accuracy_report, report_markdown
     from packets.telemetry_io import hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
+    bands = None if args.bands is None else _bands_argument(args.bands)
     telemetry = read_kernels(args.files, dtype=args.dtype)
-    report = accuracy_report(telemetry.frame, hardware)
+    report = accuracy_report(telemetry.frame, hardware, bands=bands)
     report["excluded_on_read"] = telemetry.report.counts
     if args.json:
         print(json.dumps(report, indent=2, allow_nan=False))

@@ -42,8 +42,8 @@ def status_text(
 
 
 def worksheet_view(sheet: dict, *, compact: bool) -> Group:
-    """Totals, then one row per kernel: ops, tiles, time, bound and the bottleneck shift (at
-    large sizes also HBM bytes, reuse and SRAM against capacity)."""
+    """Totals, then one row per kernel: ops, tiles, time with its 10-90% error band, bound and
+    the bottleneck shift (at large sizes also HBM bytes, reuse and SRAM against capacity)."""
     point, totals = sheet["point"], sheet["totals"]
     head = Text(
         f"batch {point['batch']}, seq_len {point['seq_len']} · launches/block "
@@ -57,6 +57,7 @@ def worksheet_view(sheet: dict, *, compact: bool) -> Group:
     table.add_column("kernel", overflow="fold")
     table.add_column("tiles", overflow="fold")
     table.add_column("us", justify="right", no_wrap=True)
+    table.add_column("10-90%", justify="right", no_wrap=True)
     if not compact:
         table.add_column("HBM MB", justify="right", no_wrap=True)
         table.add_column("reuse", justify="right", no_wrap=True)
@@ -65,7 +66,9 @@ def worksheet_view(sheet: dict, *, compact: bool) -> Group:
     table.add_column("shift", overflow="fold")
     for kernel in sheet["kernels"]:
         tiles = ", ".join(kernel["tiles"].values()) or "-"
-        cells = ["+".join(kernel["ops"]), tiles, f"{kernel['time_us']:,.1f}"]
+        low, high = kernel["band_us"]
+        cells = ["+".join(kernel["ops"]), tiles, f"{kernel['time_us']:,.1f}",
+                 f"{low:,.1f}-{high:,.1f}"]  # fmt: skip
         if not compact:
             over = kernel["sram_kib"] > kernel["sram_capacity_kib"]
             sram = f"{kernel['sram_kib']:,.0f}/{kernel['sram_capacity_kib']:,.0f}"
