@@ -121,7 +121,7 @@ async def test_edits_apply_or_are_refused_in_place(
         assert not app.working.dirty
         await retype(pilot, "-5")
         assert app.working.packet.inputs.sla.p95_ms == 62.5
-        assert field.problem == "must be greater than 0, got -5.0"
+        assert field.problem == "must be at least 0.001, got -5.0"
         message = field.query_one(".field-message", Static)
         assert message.display and str(message.content) == field.problem
         assert field.has_class("-invalid")
@@ -151,14 +151,14 @@ async def test_number_field_steps_with_arrows_and_refuses_out_of_bounds(
         await pilot.press("shift+down", "down")
         await pilot.pause()
         assert app.working.packet.inputs.workload.arrivals.rate_per_s == 150.0
-        field = await focus_field(app, pilot, "hardware.clock_scale")  # empty, (0, 2]
+        field = await focus_field(app, pilot, "hardware.clock_scale")  # empty, [0.05, 2]
         await pilot.press("up")
         await pilot.pause()
-        assert app.working.packet.inputs.hardware.clock_scale == 0.1
+        assert app.working.packet.inputs.hardware.clock_scale == 0.05  # the lowest accepted
         await pilot.press("shift+up", "shift+up")
         await pilot.pause()
-        assert app.working.packet.inputs.hardware.clock_scale == 1.1
-        assert field.problem == "must be at most 2, got 2.1: not stepped"
+        assert app.working.packet.inputs.hardware.clock_scale == 1.05
+        assert field.problem == "must be at most 2, got 2.05: not stepped"
 
 
 async def test_choice_edit_is_checked_across_fields(make_app: MakeApp) -> None:
