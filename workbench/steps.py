@@ -1,7 +1,9 @@
-"""The step list, as data: adding a step is one `Step` entry in `default_steps()`.
+"""The step types: `Step`, the `Progress` its done-predicate looks at, and the shared
+done-predicates.
 
-Each step names its screen factory and a done-predicate over the app's `Progress`. The app
-builds its modes, the step list, the jump keys (1-9) and the palette entries from this list.
+The list of steps itself (which screen each step opens) is the screen registry,
+`workbench/screens/registry.py`; keeping it apart lets screens and done-predicates import these
+types without importing every screen.
 """
 
 from __future__ import annotations
@@ -75,83 +77,3 @@ def baseline_computed(progress: Progress) -> bool:
 def has_candidates(progress: Progress) -> bool:
     """Done once the packet holds at least one candidate."""
     return bool(progress.working.packet.candidates)
-
-
-def default_steps() -> tuple[Step, ...]:
-    """The workbench's steps in order."""
-    from .review_state import matrix_done, proposal_done, release_done, signed_done
-    from .screens.baseline import BaselineScreen
-    from .screens.diagnose import DiagnoseScreen
-    from .screens.mapping import MappingScreen
-    from .screens.matrix import MatrixScreen
-    from .screens.packet import PacketScreen
-    from .screens.proposal import ProposalScreen
-    from .screens.release import ReleaseScreen
-    from .screens.review import ReviewScreen
-    from .screens.tune import TuneScreen
-
-    return (
-        Step(
-            "packet",
-            "Packet",
-            "Inputs every claim rests on: workload, SLA, precision, versions, hardware.",
-            PacketScreen,
-            packet_done,
-        ),
-        Step(
-            "baseline",
-            "Baseline",
-            "The configuration every candidate is judged against, under the packet's load.",
-            BaselineScreen,
-            baseline_computed,
-        ),
-        Step(
-            "diagnose",
-            "Diagnose",
-            "Which tail driver dominates: queueing delay, core imbalance or mapping fallback.",
-            DiagnoseScreen,
-            baseline_computed,
-        ),
-        Step(
-            "tune",
-            "Tune",
-            "Candidates against the baseline: fusion, tile shapes and batch policy.",
-            TuneScreen,
-            has_candidates,
-        ),
-        Step(
-            "mapping",
-            "Mapping",
-            "Compiled shape buckets against the runtime shape mix.",
-            MappingScreen,
-            left_behind("mapping"),
-        ),
-        Step(
-            "proposal",
-            "Proposal",
-            "The baseline's bottleneck class, and the candidate proposed against every alternative.",
-            ProposalScreen,
-            proposal_done,
-        ),
-        Step(
-            "validation",
-            "Validation",
-            "Loads x shape mixes x seeds for baseline and candidate; rollback triggers.",
-            MatrixScreen,
-            matrix_done,
-        ),
-        Step(
-            "release",
-            "Release",
-            "Ship, ship-guarded or hold by the documented rule; an owner may override in writing.",
-            ReleaseScreen,
-            release_done,
-        ),
-        Step(
-            "review",
-            "Review",
-            "Review guards, owners' closure artifacts and signatures; sign and export.",
-            ReviewScreen,
-            signed_done,
-        ),
-    )
