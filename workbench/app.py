@@ -29,10 +29,12 @@ from packets.examples import DEFAULT_EXAMPLE, example_path
 
 from . import drafts, keys
 from .hangup import HANGUP_POLL_S, terminal_hung_up
+from .heap import freeze_heap
 from .keymap import keymap_path, load_keymap
 from .lab import Lab, subject
 from .palette import PaletteCommand, WorkbenchCommands
 from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
+from .screens.registry import default_steps
 from .session import (
     WorkingPacket,
     apply_edit,
@@ -42,18 +44,9 @@ from .session import (
     set_pending,
 )
 from .stall import StallMonitor
-from .steps import Progress, Step, default_steps
+from .steps import Progress, Step
 from .theming import apply_theme, load_themes
 from .widgets.step_list import StepRow
-
-
-def freeze_heap() -> None:
-    """Exclude every object alive now (modules, widgets, the loaded model) from future
-    garbage-collector scans. A full collection over the ~270,000 objects of a started app
-    paused the UI loop for ~110 ms (measured at the first focus of a Tune field); after this,
-    collections only scan what is new. Call once the app has settled (it is cheap to repeat)."""
-    gc.freeze()
-
 
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)

@@ -51,7 +51,7 @@ class LabScreen(StepScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        from workbench.app import freeze_heap
+        from workbench.heap import freeze_heap
 
         self.call_after_refresh(freeze_heap)  # this screen's widgets are long-lived too
 
