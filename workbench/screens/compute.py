@@ -24,7 +24,8 @@ from textual.widgets import Input
 from packets.errors import UsageError
 from workbench.form import FieldSpec
 from workbench.session import WorkingPacket
-from workbench.widgets.field_editor import ChoiceField, FieldEditor, editor_for
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import ChoiceField, FieldEditor
 from workbench.widgets.note import Note
 
 from .base import StepScreen

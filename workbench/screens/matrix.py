@@ -26,7 +26,8 @@ from workbench.form import field_spec, format_value
 from workbench.review_render import matrix_view, triggers_view
 from workbench.review_state import loaded_from, matrix_state, set_outputs, triggers_after
 from workbench.session import WorkingPacket
-from workbench.widgets.field_editor import FieldEditor, editor_for
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.note import Note
 
 from .compute import ComputeScreen, form_field, one_line, shown_as

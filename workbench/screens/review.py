@@ -28,7 +28,8 @@ from workbench.form import field_spec
 from workbench.review_render import classification_text, guards_view, signatures_view
 from workbench.review_state import artifact_edit, signature_report
 from workbench.session import WorkingPacket, apply_edit, set_pending
-from workbench.widgets.field_editor import ChoiceField, FieldEditor, editor_for
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import ChoiceField, FieldEditor
 from workbench.widgets.note import Note
 
 from .compute import ComputeScreen, PasswordField, form_field, one_line, shown_as

@@ -225,14 +225,3 @@ class ChoiceField(FieldEditor):
         text = choices[index % len(choices)]
         self.set_text(text)
         self.read(text, commit=True)
-
-
-def editor_for(spec: FieldSpec, value: Any, *, id: str | None = None) -> FieldEditor:
-    """The editor widget that suits the field's kind."""
-    if spec.kind in ("integer", "number"):
-        from .number_field import NumberField
-
-        return NumberField(spec, value, id=id)
-    if spec.kind in ("choice", "bool"):
-        return ChoiceField(spec, value, id=id)
-    return FieldEditor(spec, value, id=id)
