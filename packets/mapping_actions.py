@@ -25,7 +25,8 @@ from model.runtime.workload import RequestStream
 from model.telemetry import RequestTelemetry
 
 from .load import LoadedPacket
-from .scenario import Scenario, fusion_spec
+from .model_specs import fusion_spec
+from .scenario import Scenario
 from .schema import Candidate, CompiledShapes, Packet
 
 EVIDENCE_ROWS = 3

@@ -34,40 +34,12 @@ from model.service import ServiceTable
 from .candidates import BASELINE, resolve_config, resolve_dtype
 from .checks import resolve_relative
 from .hardware_file import resolve_hardware
-from .schema import Block, Config, DistributionService, Packet
+from .model_specs import block_spec, fusion_spec, tile_spec
+from .schema import Config, DistributionService, Packet
 from .trace import read_trace
 
 if TYPE_CHECKING:
     from .load import LoadedPacket
-
-
-def block_spec(block: Block, dtype: str) -> BlockSpec:
-    """The model's block; dimensions a kind does not use are set to 1 (they are never read)."""
-    return BlockSpec(
-        kind=block.kind,
-        phase=block.phase,
-        dtype=dtype,
-        hidden=block.hidden,
-        heads=block.heads or 1,
-        kv_heads=block.kv_heads or 1,
-        head_dim=block.head_dim or 1,
-        ffn_hidden=block.ffn_hidden or 1,
-        layers=block.layers,
-    )
-
-
-def fusion_spec(config: Config) -> str | list[list[str]]:
-    """The fusion plan as the model takes it: a preset name or op groups."""
-    return config.fusion if isinstance(config.fusion, str) else [list(g) for g in config.fusion]
-
-
-def tile_spec(config: Config) -> dict[str, dict[str, int]]:
-    """Explicit tiles per op (ops set to `auto`, or absent, are autotuned)."""
-    return {
-        op: tile.model_dump()
-        for op, tile in sorted(config.tiles.items())
-        if not isinstance(tile, str)
-    }
 
 
 @dataclass(frozen=True)

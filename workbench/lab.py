@@ -228,8 +228,8 @@ def compute_run(subject: Subject, preview: LabPreview | None = None) -> LabRun:
     """Run one subject: the run summary (with tail attribution), chart profiles, buckets.
     A `preview` of the same subject saves its simulation (the result is the same)."""
     from model.compiler.fusion import fusion_groups
+    from packets.model_specs import fusion_spec
     from packets.runs import summarize_scenario
-    from packets.scenario import fusion_spec
 
     preview = preview or compute_preview(subject)
     scenario = preview.scenario

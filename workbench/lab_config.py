@@ -94,7 +94,7 @@ def parse_tile(kind: str, text: str) -> dict[str, int] | None:
 def tileable_ops(packet: Packet) -> list[tuple[str, str]]:
     """(op, kind) of every op of the packet's block that takes a tile (GEMMs, attention)."""
     from model.compiler.blocks import OPS
-    from packets.scenario import block_spec
+    from packets.model_specs import block_spec
 
     block = block_spec(packet.inputs.workload.block, packet.inputs.precision.dtype)
     return [(op, OPS[op].kind) for op in block.op_names if OPS[op].kind != "elementwise"]

@@ -11,8 +11,9 @@ import pytest
 
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
+from packets.model_specs import fusion_spec, tile_spec
 from packets.runs import run_packet
-from packets.scenario import build_scenario, fusion_spec, tile_spec
+from packets.scenario import build_scenario
 from workbench import lab_charts, lab_views
 from workbench.facts import shape_mapping
 from workbench.lab import (
