@@ -51,7 +51,7 @@ from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
-from workbench.session import open_working
+from workbench.core.session import open_working
 from workbench.widgets.field_editor import FieldEditor
 from workbench.screens.base import StepScreen
 

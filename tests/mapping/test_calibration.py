@@ -32,7 +32,7 @@ from model.compiler.regimes import (
     bands_json,
     shipped_bands,
 )
-from packets.mapping_markdown import calibration_markdown
+from triage.mapping.markdown import calibration_markdown
 
 A100 = preset("a100-sxm")
 

@@ -7,12 +7,12 @@ builds its modes, the step list, the jump keys (1-9) and the palette entries fro
 
 from __future__ import annotations
 
-from workbench.steps import Step, baseline_computed, has_candidates, left_behind, packet_done
+from workbench.core.steps import Step, baseline_computed, has_candidates, left_behind, packet_done
 
 
 def default_steps() -> tuple[Step, ...]:
     """The workbench's steps in order."""
-    from workbench.review_state import matrix_done, proposal_done, release_done, signed_done
+    from workbench.review.state import matrix_done, proposal_done, release_done, signed_done
     from workbench.screens.baseline import BaselineScreen
     from workbench.screens.diagnose import DiagnoseScreen
     from workbench.screens.mapping import MappingScreen

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.form import FieldSpec
+from workbench.core.form import FieldSpec
 
 from .field_editor import ChoiceField, FieldEditor
 from .number_field import NumberField

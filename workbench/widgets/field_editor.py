@@ -22,7 +22,7 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import Input, Label
 
-from workbench.form import FieldSpec, TextRefused, format_value, parse_text
+from workbench.core.form import FieldSpec, TextRefused, format_value, parse_text
 
 from .note import Note
 
