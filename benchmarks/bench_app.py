@@ -51,7 +51,7 @@ from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
-from workbench.session import open_working
+from workbench.core.session import open_working
 from workbench.widgets.field_editor import FieldEditor
 from workbench.screens.base import StepScreen
 
@@ -75,9 +75,9 @@ FirstFrame(open_working(load_packet(path), Path(path)),
 
 LIST_FILES = """
 import sys, importlib.util
-import workbench.cli, workbench.app, workbench.steps
+import workbench.cli, workbench.app, workbench.screens.registry
 from pathlib import Path
-workbench.steps.default_steps()
+workbench.screens.registry.default_steps()
 files = set()
 for module in list(sys.modules.values()):
     source = getattr(module, "__file__", None)

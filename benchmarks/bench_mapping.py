@@ -37,8 +37,8 @@ from model.mapping.accuracy import mapping_accuracy
 from model.telemetry import KERNEL_SCHEMA, read_kernel_telemetry
 from packets.examples import example_path
 from packets.load import load_packet
-from packets.mapping_report import report
-from packets.synthetic_telemetry import write_synthetic_telemetry
+from triage.mapping.report import report
+from triage.telemetry.synthetic import write_synthetic_telemetry
 
 ROWS = 1_000_000
 SEED = 20261129
@@ -115,7 +115,7 @@ def calibration(folder: Path) -> list[str]:
 
 
 def whole_report(folder: Path) -> list[str]:
-    """`report` on the mapping example with stand-in telemetry (packets.synthetic_telemetry)."""
+    """`report` on the mapping example with stand-in telemetry (triage.telemetry.synthetic)."""
     loaded = load_packet(example_path("mapping-dynamic-shapes"))
     paths = write_synthetic_telemetry(loaded, folder)
     files = [paths["requests.csv"], paths["kernels.csv"]]

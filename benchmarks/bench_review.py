@@ -30,7 +30,7 @@ from pathlib import Path
 
 from benchmarks.bench_app import Tmux, env, ms
 from benchmarks.report import write_section
-from workbench.stall import StallMonitor, StallSummary
+from workbench.core.stall import StallMonitor, StallSummary
 
 RUNS = 3
 ECHO_KEYS = "abcdefghij"
@@ -52,7 +52,7 @@ COLD = """
 import sys, time
 start = time.perf_counter()
 from packets.load import load_packet
-from packets.review.matrix import MatrixSpec, run_matrix
+from triage.review.matrix import MatrixSpec, run_matrix
 run_matrix(load_packet(sys.argv[1]), "add-4096-bucket", MatrixSpec())
 print(time.perf_counter() - start)
 """
@@ -62,7 +62,7 @@ def direct_matrix_s(path: Path, home: Path) -> tuple[list[float], list[float]]:
     """Seconds for the full default matrix called directly (no app): cold, in fresh processes
     (imports included), and warm, RUNS times each."""
     from packets.load import load_packet
-    from packets.review.matrix import MatrixSpec, run_matrix
+    from triage.review.matrix import MatrixSpec, run_matrix
 
     cold = []
     for _ in range(RUNS):
@@ -87,7 +87,7 @@ async def headless_matrix(path: Path, home: Path) -> tuple[list[float], StallSum
     UI loop's lag sampled while they computed."""
     from packets.load import load_packet
     from workbench.app import WorkbenchApp, WorkbenchOptions
-    from workbench.session import open_working
+    from workbench.core.session import open_working
 
     app = WorkbenchApp(
         open_working(load_packet(path), path), WorkbenchOptions(drafts_folder=home / "drafts")

@@ -33,7 +33,7 @@ from model.runtime.sweep import run_sweep
 from model.runtime.workload import generate_requests
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
-from packets.scenario import build_scenario
+from triage.scenario import build_scenario
 
 COMMAND = "python -m benchmarks.bench_runtime"
 SHAPES = (512, 1024, 2048, 4096)

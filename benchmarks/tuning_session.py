@@ -25,8 +25,8 @@ from textual import events
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
-from workbench.session import open_working
-from workbench.stall import StallMonitor
+from workbench.core.session import open_working
+from workbench.core.stall import StallMonitor
 from workbench.widgets.charts import Chart
 
 TILES = ["64x128x64", "128x128x64", "128x256x64", "256x128x64", "64x256x64", "256x256x64",

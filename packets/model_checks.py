@@ -21,7 +21,7 @@ from model.runtime.inputs import ServiceSpec
 from .candidates import apply_candidate
 from .errors import PacketError, Problem
 from .hardware_file import resolve_hardware
-from .scenario import block_spec, fusion_spec, tile_spec
+from .model_specs import block_spec, fusion_spec, tile_spec
 from .schema import Config, DistributionService, Packet
 from .strict_yaml import LoadedYaml
 

@@ -26,14 +26,12 @@ from textual.timer import Timer
 
 from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
-
-from . import drafts, keys
-from .hangup import HANGUP_POLL_S, terminal_hung_up
-from .keymap import keymap_path, load_keymap
-from .lab import Lab, subject
-from .palette import PaletteCommand, WorkbenchCommands
-from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
-from .session import (
+from workbench.core import drafts, keys
+from workbench.core.hangup import HANGUP_POLL_S, terminal_hung_up
+from workbench.core.heap import freeze_heap
+from workbench.core.keymap import keymap_path, load_keymap
+from workbench.core.palette import PaletteCommand, WorkbenchCommands
+from workbench.core.session import (
     WorkingPacket,
     apply_edit,
     changed_fields,
@@ -41,19 +39,14 @@ from .session import (
     save_packet,
     set_pending,
 )
-from .stall import StallMonitor
-from .steps import Progress, Step, default_steps
-from .theming import apply_theme, load_themes
+from workbench.core.stall import StallMonitor
+from workbench.core.steps import Progress, Step
+from workbench.core.theming import apply_theme, load_themes
+from workbench.lab.engine import Lab, subject
+
+from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
+from .screens.registry import default_steps
 from .widgets.step_list import StepRow
-
-
-def freeze_heap() -> None:
-    """Exclude every object alive now (modules, widgets, the loaded model) from future
-    garbage-collector scans. A full collection over the ~270,000 objects of a started app
-    paused the UI loop for ~110 ms (measured at the first focus of a Tune field); after this,
-    collections only scan what is new. Call once the app has settled (it is cheap to repeat)."""
-    gc.freeze()
-
 
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
@@ -222,7 +215,7 @@ class WorkbenchApp(App[int]):
                     loop.remove_signal_handler(signum)
 
     def _check_hangup(self) -> None:
-        """Treat a hung-up terminal as SIGHUP (see `workbench.hangup`: no signal may come)."""
+        """Treat a hung-up terminal as SIGHUP (see `workbench.core.hangup`: no signal may come)."""
         fd = getattr(self._driver, "fileno", None)
         if isinstance(fd, int) and self._exit_deadline is None and terminal_hung_up(fd):
             self._on_terminate(signal.SIGHUP)
@@ -470,7 +463,7 @@ class WorkbenchApp(App[int]):
         self.save_draft_now()
         self.exit(0)
 
-    # --- bindings, help and palette (generated from the bindings: workbench/keys.py) -------
+    # --- bindings, help and palette (generated from the bindings: workbench/core/keys.py) -------
 
     def binding_ids(self) -> list[str]:
         """Every binding id a keymap may remap."""

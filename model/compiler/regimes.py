@@ -11,7 +11,7 @@ about 80% of kernels like it measured inside. A cell with fewer than `MIN_BAND_R
 residuals falls back to its op class, then to all residuals.
 
 With no calibration given, the bands come from the public A100 residuals of the a100-sxm
-preset (`A100_BANDS_FILE`, shipped with provenance; `python -m model.compiler.regimes`
+preset (`A100_BANDS_FILE`, shipped with provenance; `python -m model.compiler.a100_bands`
 regenerates it and a test checks that regenerating gives the same table).
 """
 
@@ -42,11 +42,11 @@ BAND_DECIMALS = 4
 
 A100_BANDS_FILE = Path(__file__).with_name("a100_error_bands.json")
 """The shipped bands from the public A100 residuals (regenerate: `python -m
-model.compiler.regimes`)."""
+model.compiler.a100_bands`)."""
 
 BANDS_SCHEMA = "handoff-error-bands/1"
 
-REGENERATE_COMMAND = "python -m model.compiler.regimes"
+REGENERATE_COMMAND = "python -m model.compiler.a100_bands"
 
 
 TIME_CLASS_NAMES = (
@@ -253,32 +253,6 @@ def bands_from_residuals(
     return ErrorBands(cells=cells, provenance=provenance)
 
 
-def a100_residual_bands() -> ErrorBands:
-    """Bands from the a100-sxm preset's residuals on the three public A100 tables (plausible rows
-    only): what `A100_BANDS_FILE` holds."""
-    from model.compiler.accuracy import fastest_possible_us, predict_kernels
-    from model.compiler.hardware import preset
-    from model.compiler.measured import MEASURED_FILES, load_measured
-
-    hw = preset("a100-sxm")
-    ops, predicted, measured = [], [], []
-    for name in MEASURED_FILES:
-        frame = load_measured(name)
-        latency = frame["latency_us"].cast(pl.Float64).to_numpy()
-        keep = latency >= fastest_possible_us(frame, hw)
-        ops.append(frame["op"].cast(pl.String).to_numpy()[keep])
-        predicted.append(predict_kernels(frame, hw)[keep])
-        measured.append(latency[keep])
-    files = ", ".join(MEASURED_FILES.values())
-    provenance = (
-        f"residuals of the a100-sxm preset on the public A100 tables ({files}; plausible rows); "
-        f"regenerate with `{REGENERATE_COMMAND}`"
-    )
-    return bands_from_residuals(
-        np.concatenate(ops), np.concatenate(predicted), np.concatenate(measured), provenance
-    )
-
-
 def bands_json(bands: ErrorBands) -> str:
     """The bands file's text (sorted keys, fixed indentation, trailing newline)."""
     data = bands.as_dict()
@@ -291,13 +265,3 @@ def bands_json(bands: ErrorBands) -> str:
 def shipped_bands() -> ErrorBands:
     """The shipped A100 residual bands (`A100_BANDS_FILE`)."""
     return ErrorBands.from_dict(json.loads(A100_BANDS_FILE.read_text(encoding="utf-8")))
-
-
-def main() -> None:
-    """Regenerate `A100_BANDS_FILE` from the shared A100 tables."""
-    A100_BANDS_FILE.write_text(bands_json(a100_residual_bands()), encoding="utf-8")
-    print(f"wrote {A100_BANDS_FILE}")
-
-
-if __name__ == "__main__":
-    main()

@@ -11,8 +11,8 @@ import pytest
 from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
-from workbench.session import WorkingPacket, open_working
-from workbench.steps import default_steps
+from workbench.core.session import WorkingPacket, open_working
+from workbench.screens.registry import default_steps
 
 SMALL, LARGE = (80, 24), (160, 48)
 # Steps without the Packet step's long form: a lighter app for tests of keys, themes and

@@ -19,8 +19,8 @@ from packets.examples import DEFAULT_EXAMPLE, example_path
 from workbench.app import WorkbenchApp
 from workbench.cli import build_parser, main
 from workbench.commands.serve import app_command, require_loopback
+from workbench.core.hangup import HANGUP_POLL_S
 from workbench.entry import start_without_gc
-from workbench.hangup import HANGUP_POLL_S
 
 REPO = Path(__file__).resolve().parents[2]
 BAD = REPO / "tests" / "packets" / "bad" / "p99-below-p95.yaml"
@@ -57,8 +57,9 @@ def test_commands_without_the_app_never_import_textual(argv: list[str]) -> None:
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "textual_serve", "plotext")}
 
 
-TEXTUAL_FREE = ["session", "drafts", "form", "facts", "keymap", "stall", "steps"]
-TEXTUAL_FREE += ["lab", "lab_config", "lab_views", "lab_charts", "chart_data"]
+TEXTUAL_FREE = ["core.session", "core.drafts", "core.form", "core.facts", "core.keymap"]
+TEXTUAL_FREE += ["core.stall", "core.steps", "core.heap", "lab.engine", "lab.config", "lab.views"]
+TEXTUAL_FREE += ["lab.charts", "lab.chart_data", "review.state", "review.render", "mapping.view"]
 
 
 def test_domain_modules_of_the_app_do_not_import_textual() -> None:

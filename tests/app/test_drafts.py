@@ -15,10 +15,10 @@ from textual.widgets import Static
 from packets.dump import dump_packet
 from packets.errors import UsageError, dotted
 from packets.load import load_packet
-from workbench import drafts
 from workbench.app import DRAFT_DELAY_S, WorkbenchApp
+from workbench.core import drafts
+from workbench.core.session import WorkingPacket, apply_edit, set_pending
 from workbench.screens.modals import DraftQuestion, RecoverScreen
-from workbench.session import WorkingPacket, apply_edit, set_pending
 from workbench.widgets.field_editor import FieldEditor
 
 from .conftest import LARGE, SMALL, working_for

@@ -6,7 +6,7 @@ import numpy as np
 
 from packets.examples import example_names, example_path
 from packets.load import load_packet
-from workbench.facts import baseline_facts, mapping_facts, shape_mapping
+from workbench.core.facts import baseline_facts, mapping_facts, shape_mapping
 
 
 def test_shape_mapping_pads_to_the_smallest_bucket_and_falls_back_above_all() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from packets.examples import example_names, example_path
 from packets.load import load_packet
-from workbench.form import (
+from workbench.core.form import (
     FieldSpec,
     TextRefused,
     field_at,

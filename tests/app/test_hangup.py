@@ -1,10 +1,10 @@
-"""Noticing a hung-up terminal without a SIGHUP (workbench.hangup)."""
+"""Noticing a hung-up terminal without a SIGHUP (workbench.core.hangup)."""
 
 from __future__ import annotations
 
 import os
 
-from workbench.hangup import terminal_hung_up
+from workbench.core.hangup import terminal_hung_up
 
 
 def test_a_live_terminal_is_not_hung_up_and_a_closed_one_is() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.keymap import config_home, keymap_path, load_keymap
+from workbench.core.keymap import config_home, keymap_path, load_keymap
 
 IDS = ["next-step", "help", "save"]
 

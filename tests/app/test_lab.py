@@ -11,11 +11,14 @@ import pytest
 
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
-from packets.runs import run_packet
-from packets.scenario import build_scenario, fusion_spec, tile_spec
-from workbench import lab_charts, lab_views
-from workbench.facts import shape_mapping
-from workbench.lab import (
+from packets.model_specs import fusion_spec, tile_spec
+from triage.runs import run_packet
+from triage.scenario import build_scenario
+from workbench.core.facts import shape_mapping
+from workbench.core.session import WorkingPacket, apply_edit, open_working
+from workbench.lab import charts as lab_charts
+from workbench.lab import views as lab_views
+from workbench.lab.engine import (
     LATENCY_PERCENTILES,
     LOAD_FACTORS,
     Cancelled,
@@ -25,7 +28,6 @@ from workbench.lab import (
     compute_load_curve,
     subject,
 )
-from workbench.session import WorkingPacket, apply_edit, open_working
 
 
 def working_of(name: str = DEFAULT_EXAMPLE, requests: int | None = 4000) -> WorkingPacket:

@@ -15,10 +15,10 @@ from textual.widgets import ProgressBar, Static
 
 from packets.candidates import apply_candidate
 from packets.schema import GemmTile
-from workbench import drafts
 from workbench.app import DRAFT_DELAY_S, WorkbenchApp
-from workbench.lab import LOAD_FACTORS, Lab, LabPreview, LabRun, Subject, subject
-from workbench.lab_charts import driver_chart
+from workbench.core import drafts
+from workbench.lab.charts import driver_chart
+from workbench.lab.engine import LOAD_FACTORS, Lab, LabPreview, LabRun, Subject, subject
 from workbench.screens.tune import TuneScreen
 from workbench.widgets.chart_deck import ChartDeck
 from workbench.widgets.charts import Chart

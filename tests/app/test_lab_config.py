@@ -13,9 +13,9 @@ from packets.candidates import apply_candidate
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
 from packets.schema import Candidate, GemmTile
-from workbench.chart_data import reduce_points
-from workbench.lab import Subject, subject
-from workbench.lab_config import (
+from workbench.core.session import open_working
+from workbench.lab.chart_data import reduce_points
+from workbench.lab.config import (
     ConfigRefused,
     candidate_entry,
     changed_sections,
@@ -26,7 +26,7 @@ from workbench.lab_config import (
     tile_text,
     tileable_ops,
 )
-from workbench.session import open_working
+from workbench.lab.engine import Subject, subject
 
 PATH = Path(example_path(DEFAULT_EXAMPLE))
 WORKING = open_working(load_packet(PATH), PATH)

@@ -13,15 +13,10 @@ import pytest
 
 from packets.examples import example_bytes
 from packets.load import parse_packet
-from packets.runs import run_scenario
-from packets.scenario import build_scenario
-from workbench.mapping_view import (
-    FALLBACK,
-    bucket_view,
-    shape_view,
-    with_candidate,
-)
-from workbench.session import WorkingPacket, open_working
+from triage.runs import run_scenario
+from triage.scenario import build_scenario
+from workbench.core.session import WorkingPacket, open_working
+from workbench.mapping.view import FALLBACK, bucket_view, shape_view, with_candidate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "packets" / "examples"
 

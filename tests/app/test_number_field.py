@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from packets.schema import BatchPolicy, GemmTile
-from workbench.form import field_spec
+from workbench.core.form import field_spec
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.number_field import NumberField
 

@@ -15,11 +15,11 @@ from textual.widgets import Static
 from packets.dump import dump_packet
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
-from workbench import drafts
 from workbench.app import DRAFT_DELAY_S, WorkbenchApp
+from workbench.core import drafts
+from workbench.core.session import WorkingPacket, apply_edit, set_pending
+from workbench.core.theming import NO_COLOR, register_plot_theme
 from workbench.screens.modals import HelpScreen, RecoverScreen
-from workbench.session import WorkingPacket, apply_edit, set_pending
-from workbench.theming import NO_COLOR, register_plot_theme
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import StepList
 

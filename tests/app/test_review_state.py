@@ -11,14 +11,17 @@ import pytest
 from packets.dump import dump_packet
 from packets.errors import UsageError
 from packets.load import load_packet
-from packets.review.exporting import SignedTargetError
-from packets.review.triggers import default_triggers
-from packets.review.writing import with_outputs
 from packets.signing.keyfiles import load_private_key
 from packets.signoff import sign_packet, verify_packet
 from tests.review.conftest import prepared_copy, proposed  # noqa: F401 (module-scoped fixture)
 from tests.signing.conftest import ssh_keygen_generate
-from workbench.review_state import (
+from triage.review.exporting import SignedTargetError
+from triage.review.triggers import default_triggers
+from triage.review.writing import with_outputs
+from workbench.core.session import WorkingPacket, apply_edit, set_pending
+from workbench.core.steps import Progress
+from workbench.review.signing_flow import KeyChoice, export_working, load_signer, sign_working
+from workbench.review.state import (
     artifact_edit,
     current_bytes,
     matrix_done,
@@ -31,9 +34,6 @@ from workbench.review_state import (
     signed_done,
     triggers_after,
 )
-from workbench.session import WorkingPacket, apply_edit, set_pending
-from workbench.signing_flow import KeyChoice, export_working, load_signer, sign_working
-from workbench.steps import Progress
 
 from .conftest import working_for
 

@@ -379,7 +379,7 @@ async def mapping_burst(pilot, app: WorkbenchApp, monkeypatch: pytest.MonkeyPatc
 async def mapping_report(pilot, app: WorkbenchApp, folder: Path) -> None:  # type: ignore[no-untyped-def]
     """Mapping step: the closed-loop report on telemetry files, an action applied as a new
     candidate, and an action that is not a candidate refused in one line."""
-    from packets.synthetic_telemetry import write_synthetic_telemetry
+    from triage.telemetry.synthetic import write_synthetic_telemetry
 
     (folder / "telemetry").mkdir()
     files = write_synthetic_telemetry(load_packet(app.working.source), folder / "telemetry")

@@ -9,7 +9,7 @@ import pytest
 from packets.dump import dump_packet
 from packets.errors import Problem, UsageError
 from packets.load import load_packet
-from workbench.session import (
+from workbench.core.session import (
     WorkingPacket,
     apply_edit,
     changed_fields,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.stall import STALL_MS, StallMonitor, summarize
+from workbench.core.stall import STALL_MS, StallMonitor, summarize
 
 
 def test_summary_statistics() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from workbench.app import WorkbenchApp
-from workbench.theming import (
+from workbench.core.theming import (
     DEFAULT_THEME,
     NO_COLOR,
     apply_theme,

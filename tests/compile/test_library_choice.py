@@ -6,7 +6,7 @@ from pathlib import Path
 
 from packets.examples import example_path
 from packets.load import load_packet
-from packets.scenario import build_scenario
+from triage.scenario import build_scenario
 
 
 def _with_metadata(tmp_path: Path, compiler: str) -> Path:

@@ -14,7 +14,7 @@ import pytest
 
 from packets.examples import example_path
 from packets.load import LoadedPacket, load_packet
-from packets.synthetic_telemetry import DEVICE_FIELDS, write_synthetic_telemetry
+from triage.telemetry.synthetic import DEVICE_FIELDS, write_synthetic_telemetry
 
 TRUE_FIELDS = DEVICE_FIELDS
 REQUESTS = 6000

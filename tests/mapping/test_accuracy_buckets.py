@@ -18,7 +18,7 @@ from model.mapping.buckets import (
     kernel_tokens,
 )
 from model.mapping.synthetic import block_kernel_rows, synthetic_latency_us
-from packets.scenario import build_scenario
+from triage.scenario import build_scenario
 
 A100 = preset("a100-sxm")
 BUCKETS = [256, 512, 1024, 2048]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model.compiler.a100_bands import a100_residual_bands
 from model.compiler.accuracy import predict_kernels
 from model.compiler.calibration import (
     BOUNDS,
@@ -28,11 +29,10 @@ from model.compiler.regimes import (
     A100_BANDS_FILE,
     REGENERATE_COMMAND,
     REGIME_SPLITS,
-    a100_residual_bands,
     bands_json,
     shipped_bands,
 )
-from packets.mapping_markdown import calibration_markdown
+from triage.mapping.markdown import calibration_markdown
 
 A100 = preset("a100-sxm")
 

@@ -28,7 +28,7 @@ from model.mapping.requests import (
 )
 from model.runtime.simulate import simulate
 from model.runtime.workload import generate_requests
-from packets.scenario import build_scenario
+from triage.scenario import build_scenario
 
 BLOCK = BlockSpec("llama-decoder", "prefill", "bf16", 4096, 32, 8, 128, 14336, 32)
 

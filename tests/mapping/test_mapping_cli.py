@@ -148,5 +148,5 @@ def test_report_and_calibrate_never_import_textual(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
-    assert "packets.mapping_report" in loaded
+    assert "triage.mapping.report" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "textual_serve", "plotext")}

@@ -10,9 +10,9 @@ import yaml
 
 from model.compiler.calibration import CALIBRATED_FIELDS
 from packets.load import parse_packet
-from packets.mapping_report import SCHEMA, action_to_candidate, report
-from packets.scenario import build_scenario
 from tests.telemetry.test_chrome_trace import pytorch_trace
+from triage.mapping.report import SCHEMA, action_to_candidate, report
+from triage.scenario import build_scenario
 
 from .conftest import REQUESTS, TRUE_FIELDS
 

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from packets.errors import TelemetryProblem
-from packets.telemetry_files import read_telemetry, telemetry_kind
 from tests.telemetry.test_chrome_trace import pytorch_trace
 from tests.telemetry.test_nsight import FLASH, GEMM, ncu_csv, nsys_export
+from triage.telemetry.files import read_telemetry, telemetry_kind
 
 KERNELS = pl.DataFrame({"op": ["gemm"] * 3, "dtype": "bf16", "m": [16, 32, 64], "n": 4096,
                         "k": 4096, "latency_us": [20.0, 24.0, 30.0]})  # fmt: skip

@@ -29,12 +29,12 @@ from packets.files import (
     read_regular,
     sanitized_token,
 )
-from packets.review.exporting import write_export
 from packets.signing.keyfiles import load_private_key
 from packets.signing.ssherrors import KeyLoadError
-from workbench import drafts
+from triage.review.exporting import write_export
 from workbench.cli import main
-from workbench.session import open_working, save_packet
+from workbench.core import drafts
+from workbench.core.session import open_working, save_packet
 
 SECRET = "hunter2-do-not-print"
 
@@ -259,7 +259,7 @@ def test_outputs_computed_from_an_older_file_are_refused_not_written_over_it(
     packet: Path,
 ) -> None:
     from packets.load import load_packet
-    from packets.review.writing import write_packet
+    from triage.review.writing import write_packet
 
     loaded = load_packet(packet)
     other = packet.read_bytes().replace(b"title: ", b"title: Edited meanwhile - ", 1)
@@ -276,7 +276,7 @@ def test_outputs_written_after_another_owner_signed_keep_the_signature(
     import subprocess
 
     from packets.load import load_packet
-    from packets.review.writing import write_packet
+    from triage.review.writing import write_packet
 
     key = tmp_path / "id"
     made = subprocess.run(

@@ -18,7 +18,7 @@ from packets.errors import PacketError
 from packets.load import check_packet_data, parse_packet
 from packets.safe_text import UNSAFE, first_unsafe, printable, printable_json, printable_lines
 from workbench.cli import main
-from workbench.render import run_text
+from workbench.commands.render import run_text
 
 UNSAFE_CHARS = [
     *(chr(c) for c in range(0x20) if c not in (0x09, 0x0A)),

@@ -31,8 +31,8 @@ from packets.hardware_file import HardwareFile
 from packets.load import load_packet
 from packets.schema import Config, Inputs, Packet
 from workbench.cli import main
-from workbench.lab import Lab, subject
-from workbench.session import open_working
+from workbench.core.session import open_working
+from workbench.lab.engine import Lab, subject
 
 from .numeric_fields import NumericField, numeric_fields
 

@@ -11,12 +11,12 @@ import pytest
 
 from packets.examples import DEFAULT_EXAMPLE
 from packets.load import load_packet
-from packets.review.cells import THROUGHPUT_Z, judge_cell, keep_up_tolerance, miss_text
-from packets.review.guards import review_guards
-from packets.review.release import missed_reasons
-from packets.review.report_md import markdown_report
 from packets.schema import CellMiss, MatrixCell, Sla
 from packets.signoff import verify_packet
+from triage.review.cells import THROUGHPUT_Z, judge_cell, keep_up_tolerance, miss_text
+from triage.review.guards import review_guards
+from triage.review.release import missed_reasons
+from triage.review.report_md import markdown_report
 from workbench.cli import main
 
 from .conftest import prepared_copy

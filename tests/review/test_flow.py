@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from packets.load import load_packet
-from packets.review.guards import review_guards
 from tests.signing.conftest import TestKey
+from triage.review.guards import review_guards
 from workbench.cli import main
 
 ROLES = ("compiler-lead", "runtime-lead", "observability-engineer")

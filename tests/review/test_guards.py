@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from packets.load import load_packet
-from packets.review.guards import review_guards
-from packets.review.writing import with_outputs, write_packet
+from triage.review.guards import review_guards
+from triage.review.writing import with_outputs, write_packet
 from workbench.cli import main
 
 from .conftest import prepared_copy, take_through

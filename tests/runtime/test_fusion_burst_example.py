@@ -1,6 +1,6 @@
 """The shipped fusion-burst-p95 packet shows the known failure from the model's physics.
 
-The packet runs through packets.scenario (hardware, block, compiled plans per busy-core count)
+The packet runs through triage.scenario (hardware, block, compiled plans per busy-core count)
 and model.runtime at a low load (100 decode steps/s: batches of about one request, cores
 mostly alone) and at its own peak-hour load (800/s), same seed. Aggressive fusion launches
 fewer kernels and is faster when alone; at peak load its out_proj re-reads W_o per request from
@@ -21,7 +21,7 @@ from model.runtime.stats import measured
 from model.runtime.summary import run_summary
 from packets.examples import example_path
 from packets.load import load_packet
-from packets.scenario import build_scenario
+from triage.scenario import build_scenario
 
 LOW_RATE = 100.0
 

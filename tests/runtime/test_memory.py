@@ -52,7 +52,7 @@ def test_latency_only_runs_equal_the_full_simulation(placement, bucketing, pinne
 def test_a_summary_keeps_no_per_request_arrays_on_the_result(default_loaded) -> None:
     """Per-request figures are gathered for the statistics and dropped: the result keeps
     arrival, seq_len and the int32 batch id (20 bytes a request) and per-batch arrays."""
-    from packets.runs import run_packet
+    from triage.runs import run_packet
 
     report = run_packet(default_loaded)
     req = report.result.requests

@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.writing import update_packet_file, with_owner
+    from triage.review.writing import update_packet_file, with_owner
 
     loaded = load_packet(args.packet)
     artifact = Artifact(ref=args.ref, summary=args.summary)

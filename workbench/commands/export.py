@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.exporting import export_bytes, write_export
+    from triage.review.exporting import export_bytes, write_export
 
     loaded = load_packet(args.packet)
     data = export_bytes(loaded, args.format)

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     path = args.packet or example_path(DEFAULT_EXAMPLE)
     loaded = load_packet(path)  # invalid packets are reported before any screen opens
     from workbench.app import WorkbenchApp, WorkbenchOptions  # textual only loads for the app
-    from workbench.session import open_working
+    from workbench.core.session import open_working
 
     app = WorkbenchApp(
         open_working(loaded, Path(path)),

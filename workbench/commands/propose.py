@@ -27,8 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.proposal import classify, propose
-    from packets.review.writing import with_outputs, write_packet
+    from triage.review.proposal import classify, propose
+    from triage.review.writing import with_outputs, write_packet
 
     loaded = load_packet(args.packet)
     path = str(args.packet)

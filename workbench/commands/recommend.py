@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.release import make_override, release
-    from packets.review.writing import update_packet_file, with_outputs
+    from triage.review.release import make_override, release
+    from triage.review.writing import update_packet_file, with_outputs
 
     if args.override is not None and (not args.role or not args.rationale):
         raise UsageError("--override needs --role and a written --rationale")

@@ -47,8 +47,8 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from packets.load import load_packet
-    from packets.mapping_markdown import report_markdown
-    from packets.mapping_report import report
+    from triage.mapping.markdown import report_markdown
+    from triage.mapping.report import report
 
     loaded = load_packet(args.packet)
     result = report(

@@ -9,8 +9,7 @@ from pathlib import Path
 from packets.errors import UsageError
 from packets.load import load_packet
 from packets.schema import MAX_REQUESTS
-
-from ..render import run_text
+from workbench.commands.render import run_text
 
 
 def positive_int(text: str) -> int:
@@ -59,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.runs import run_packet
+    from triage.runs import run_packet
 
     check_request_cap(args.requests)
     loaded = load_packet(args.packet)

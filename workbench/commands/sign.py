@@ -58,7 +58,7 @@ def _passphrase(args: argparse.Namespace):
 
 
 def _refuse_blocked(loaded: LoadedPacket, decision: str) -> None:
-    from packets.review.guards import blocking, review_guards
+    from triage.review.guards import blocking, review_guards
 
     blocked = blocking(review_guards(loaded.packet))
     if blocked and decision != "reject":  # an owner may always sign a rejection
@@ -67,10 +67,10 @@ def _refuse_blocked(loaded: LoadedPacket, decision: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.writing import same_body, update_packet_file
     from packets.signing.keyfiles import load_private_key, read_public_key_blob
     from packets.signing.sshagent import agent_signer
     from packets.signoff import sign_packet
+    from triage.review.writing import same_body, update_packet_file
 
     loaded = load_packet(args.packet)  # refusals come before any passphrase prompt
     _refuse_blocked(loaded, args.decision)

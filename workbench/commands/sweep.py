@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.sweeps import parse_axis, run_grid
+    from triage.sweeps import parse_axis, run_grid
 
     loaded = load_packet(args.packet)
     axes = [parse_axis(text) for text in args.sets]

@@ -75,7 +75,7 @@ def _bands_argument(path: Path):
 
 def run_compare(args: argparse.Namespace) -> int:
     from model.compiler.accuracy import accuracy_report, report_markdown
-    from packets.telemetry_io import hardware_argument, read_kernels
+    from triage.telemetry.io import hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
     bands = None if args.bands is None else _bands_argument(args.bands)
@@ -93,8 +93,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from packets.files import atomic_write
-    from packets.mapping_markdown import calibration_markdown
-    from packets.telemetry_io import calibrate_kernels, hardware_argument, read_kernels
+    from triage.mapping.markdown import calibration_markdown
+    from triage.telemetry.io import calibrate_kernels, hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
     telemetry = read_kernels(args.files, dtype=args.dtype)

@@ -46,9 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.matrix import MatrixSpec, run_matrix
-    from packets.review.triggers import default_triggers
-    from packets.review.writing import with_outputs, write_packet
+    from triage.review.matrix import MatrixSpec, run_matrix
+    from triage.review.triggers import default_triggers
+    from triage.review.writing import with_outputs, write_packet
 
     check_request_cap(args.requests)
     loaded = load_packet(args.packet)

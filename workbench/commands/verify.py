@@ -75,10 +75,10 @@ def _recommendation(loaded, report) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from packets.review.reproduce import reproduce
     from packets.signing.allowed_signers import AllowedSignersError, load_allowed_signers
     from packets.signing.explain import explain_commands
     from packets.signoff import signature_section, verify_packet
+    from triage.review.reproduce import reproduce
 
     loaded = load_packet(args.packet)
     path, named_by = _allowed_signers_file(args)

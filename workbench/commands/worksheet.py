@@ -41,7 +41,7 @@ def _seq_len(text: str | None, mix) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from model.compiler.worksheet import worksheet_markdown
-    from packets.scenario import build_scenario
+    from triage.scenario import build_scenario
 
     loaded = load_packet(args.packet)
     try:

@@ -10,12 +10,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 
-from workbench.session import WorkingPacket
+from workbench.core.session import WorkingPacket
 from workbench.widgets.step_list import StepList
 
 if TYPE_CHECKING:
     from workbench.app import WorkbenchApp
-    from workbench.steps import Step
+    from workbench.core.steps import Step
     from workbench.widgets.field_editor import FieldEditor
 
 

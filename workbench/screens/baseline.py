@@ -13,10 +13,10 @@ from textual.containers import Grid, VerticalScroll
 from textual.widgets import Static
 
 from packets.schema import Packet
-from workbench.facts import baseline_facts
-from workbench.lab import LabRun, subject
-from workbench.lab_views import pipeline, sla_verdicts, tail_first
-from workbench.session import WorkingPacket
+from workbench.core.facts import baseline_facts
+from workbench.core.session import WorkingPacket
+from workbench.lab.engine import LabRun, subject
+from workbench.lab.views import pipeline, sla_verdicts, tail_first
 from workbench.widgets.fact_table import FactTable
 
 from .lab_screen import LabScreen

@@ -22,9 +22,10 @@ from textual.app import ComposeResult
 from textual.widgets import Input
 
 from packets.errors import UsageError
-from workbench.form import FieldSpec
-from workbench.session import WorkingPacket
-from workbench.widgets.field_editor import ChoiceField, FieldEditor, editor_for
+from workbench.core.form import FieldSpec
+from workbench.core.session import WorkingPacket
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import ChoiceField, FieldEditor
 from workbench.widgets.note import Note
 
 from .base import StepScreen

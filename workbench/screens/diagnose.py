@@ -12,9 +12,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from packets.schema import Packet
-from workbench.lab import LabRun, subject
-from workbench.lab_views import checklist
-from workbench.session import WorkingPacket
+from workbench.core.session import WorkingPacket
+from workbench.lab.engine import LabRun, subject
+from workbench.lab.views import checklist
 
 from .lab_screen import LabScreen
 
@@ -96,7 +96,7 @@ class DiagnoseScreen(LabScreen):
 
     def show_run(self, run: LabRun) -> None:
         """Show the diagnosis of a baseline run."""
-        from workbench.lab_charts import core_chart, driver_chart, hbm_chart, wait_chart
+        from workbench.lab.charts import core_chart, driver_chart, hbm_chart, wait_chart
         from workbench.widgets.charts import Chart
 
         packet = self.workbench.working.packet

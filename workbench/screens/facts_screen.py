@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
 from packets.schema import Packet
-from workbench.facts import Fact
-from workbench.session import WorkingPacket
+from workbench.core.facts import Fact
+from workbench.core.session import WorkingPacket
 from workbench.widgets.fact_table import FactTable
 
 from .base import StepScreen

@@ -1,6 +1,6 @@
 """LabScreen: a step screen whose results come from the model, computed off the UI thread.
 
-`compute(group, job, apply)` runs `job` (numpy/numba work in `workbench.lab`) in a thread and
+`compute(group, job, apply)` runs `job` (numpy/numba work in `workbench.lab.engine`) in a thread and
 hands its result to `apply` on the UI thread, unless a newer request of the same group came in
 meanwhile: each request gets a generation number and only the newest may show its result, so
 a stale result never overwrites a newer one. With `debounce`, the worker first sleeps
@@ -25,7 +25,7 @@ from workbench.widgets.note import Note
 from .base import StepScreen
 
 if TYPE_CHECKING:
-    from workbench.lab import Lab
+    from workbench.lab.engine import Lab
 
 DEBOUNCE_S = 0.05  # held keys repeat every 25-40 ms: a burst collapses into one run
 PROGRESS_AFTER_S = 0.3  # quicker results need no progress indicator
@@ -51,7 +51,7 @@ class LabScreen(StepScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        from workbench.app import freeze_heap
+        from workbench.core.heap import freeze_heap
 
         self.call_after_refresh(freeze_heap)  # this screen's widgets are long-lived too
 
@@ -133,7 +133,7 @@ class LabScreen(StepScreen):
         debounce: bool,
         label: str,
     ) -> None:
-        from workbench.lab import Cancelled
+        from workbench.lab.engine import Cancelled
 
         if debounce:
             await asyncio.sleep(DEBOUNCE_S)

@@ -1,12 +1,12 @@
 """The Mapping step (compiler-runtime topic): compile-time predictions against runtime behaviour,
-per runtime shape and per compiled bucket (`workbench.mapping_view`).
+per runtime shape and per compiled bucket (`workbench.mapping.view`).
 
 The packet's own facts (buckets, padding by arithmetic) show at once; the chosen configuration
 then runs through the model off the UI thread (debounced: a burst of edits runs once) and the
 tables compare what the compiled plan predicts with what the run did: which bucket each shape
 ran in, padding waste, fallback rate and batch time by shape.
 
-ctrl+y runs the closed-loop mapping report (`packets.mapping_report.report`, what `workbench
+ctrl+y runs the closed-loop mapping report (`triage.mapping.report.report`, what `workbench
 report` prints) on the telemetry files named in the form (kernel and request telemetry, Chrome
 traces; none: the model alone): compile-time accuracy, calibration, observed against simulated,
 the runtime adaptation gain against its cost, and the retuning actions ranked by p99 gain per
@@ -24,10 +24,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from workbench.facts import mapping_facts
-from workbench.review_render import bucket_view_table, mapping_report_view, shape_view_table
-from workbench.review_state import loaded_from
-from workbench.session import WorkingPacket
+from workbench.core.facts import mapping_facts
+from workbench.core.session import WorkingPacket
+from workbench.review.render import bucket_view_table, mapping_report_view, shape_view_table
+from workbench.review.state import loaded_from
 from workbench.widgets.fact_table import FactTable
 from workbench.widgets.field_editor import ChoiceField, FieldEditor
 from workbench.widgets.note import Note
@@ -35,7 +35,7 @@ from workbench.widgets.note import Note
 from .compute import ComputeScreen, form_field
 
 if TYPE_CHECKING:  # mapping_view loads the model and polars: imported where used
-    from workbench.mapping_view import BucketView, ShapeView
+    from workbench.mapping.view import BucketView, ShapeView
 
 CONFIG = form_field("mapping", "configuration", "choice")
 TELEMETRY = form_field("mapping", "telemetry", "text", optional=True)
@@ -56,9 +56,9 @@ class MappingRun:
 
 def run_mapping(working: WorkingPacket, config: str, key: str) -> MappingRun:
     """Run `config` on the packet's workload and compare its compiled plan with the run."""
-    from packets.runs import run_scenario
-    from packets.scenario import build_scenario
-    from workbench.mapping_view import bucket_view, shape_view
+    from triage.runs import run_scenario
+    from triage.scenario import build_scenario
+    from workbench.mapping.view import bucket_view, shape_view
 
     loaded = loaded_from(working, b"")  # the model reads the packet, never its bytes
     scenario = build_scenario(loaded, None if config == "baseline" else config)
@@ -106,7 +106,7 @@ def run_report(working: WorkingPacket, config: str, paths: list[str]) -> dict:
     """The closed-loop mapping report for `config` on the telemetry files `paths`."""
     import shlex
 
-    from packets.mapping_report import report
+    from triage.mapping.report import report
 
     command = ["workbench", "report", working.name]
     command += ["--telemetry", *paths] if paths else []
@@ -121,7 +121,7 @@ def run_report(working: WorkingPacket, config: str, paths: list[str]) -> dict:
 
 def run_key(working: WorkingPacket, config: str) -> str:
     """What a run depends on: the inputs fingerprint and the configuration's name."""
-    from packets.review.common import inputs_sha256
+    from triage.review.common import inputs_sha256
 
     return f"{inputs_sha256(working.packet)}:{config}"
 
@@ -229,8 +229,8 @@ class MappingScreen(ComputeScreen):
 
     def action_apply_action(self) -> None:
         """Add the numbered action of the report to the packet as a new candidate."""
-        from packets.mapping_report import action_to_candidate
-        from workbench.mapping_view import with_candidate
+        from triage.mapping.report import action_to_candidate
+        from workbench.mapping.view import with_candidate
 
         if self.report is None or not self._report_current():
             self.say("action-problem", "no current report: ctrl+y runs it first")

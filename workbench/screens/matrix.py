@@ -1,8 +1,8 @@
 """The Validation step: the validation matrix for the proposed candidate, and rollback triggers.
 
-ctrl+r runs `packets.review.matrix.run_matrix` in the background with a progress bar; ctrl+g
+ctrl+r runs `triage.review.matrix.run_matrix` in the background with a progress bar; ctrl+g
 cancels it between chunks, and a cancelled run writes nothing. A finished matrix goes into the
-working packet's outputs with default rollback triggers (`packets.review.triggers`), unless the
+working packet's outputs with default rollback triggers (`triage.review.triggers`), unless the
 triggers were edited: edited ones are kept (ctrl+l puts the defaults back). The triggers are
 listed in a table; the five fields below it edit the trigger chosen by number (up/down steps
 through them), and a value the packet cannot take is refused under its field.
@@ -22,11 +22,12 @@ from textual.widgets import ProgressBar, Static
 
 from packets.errors import dotted
 from packets.schema import MAX_REQUESTS, Packet, RollbackTrigger, ValidationMatrix
-from workbench.form import field_spec, format_value
-from workbench.review_render import matrix_view, triggers_view
-from workbench.review_state import loaded_from, matrix_state, set_outputs, triggers_after
-from workbench.session import WorkingPacket
-from workbench.widgets.field_editor import FieldEditor, editor_for
+from workbench.core.form import field_spec, format_value
+from workbench.core.session import WorkingPacket
+from workbench.review.render import matrix_view, triggers_view
+from workbench.review.state import loaded_from, matrix_state, set_outputs, triggers_after
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.note import Note
 
 from .compute import ComputeScreen, form_field, one_line, shown_as
@@ -42,8 +43,8 @@ SPEC_EDITORS = {
 TRIGGER_FIELDS = ("metric", "comparison", "threshold", "window_s", "action")
 TRIGGER = form_field("triggers", "trigger", "integer", ge=1, le=1)  # le: the trigger count
 
-if TYPE_CHECKING:  # packets.review.matrix loads the model and polars: imported where used
-    from packets.review.matrix import MatrixSpec
+if TYPE_CHECKING:  # triage.review.matrix loads the model and polars: imported where used
+    from triage.review.matrix import MatrixSpec
 
 
 def spec_values(spec: MatrixSpec) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def spec_values(spec: MatrixSpec) -> dict[str, Any]:
 def recorded_spec(packet: Packet) -> MatrixSpec:
     """The spec of the packet's recorded matrix (requests None when it used the packet's
     count), or the full default one when there is none: what the form starts from."""
-    from packets.review.matrix import MatrixSpec
+    from triage.review.matrix import MatrixSpec
 
     matrix = packet.outputs.validation_matrix
     if matrix is None:
@@ -66,7 +67,7 @@ def recorded_spec(packet: Packet) -> MatrixSpec:
 def quick_and_full() -> tuple[MatrixSpec, MatrixSpec]:
     """The quick matrix (a first look) and the full default one (what `workbench validate`
     runs)."""
-    from packets.review.matrix import MatrixSpec
+    from triage.review.matrix import MatrixSpec
 
     return MatrixSpec.quick(), MatrixSpec()
 
@@ -166,7 +167,7 @@ class MatrixScreen(ComputeScreen):
 
     def current_spec(self) -> MatrixSpec:
         """The matrix the form describes (empty fields: the defaults)."""
-        from packets.review.matrix import DEFAULT_LOAD_FACTORS, DEFAULT_SEEDS, MatrixSpec
+        from triage.review.matrix import DEFAULT_LOAD_FACTORS, DEFAULT_SEEDS, MatrixSpec
 
         return MatrixSpec(
             load_factors=tuple(self.form.get("load factors") or DEFAULT_LOAD_FACTORS),
@@ -197,8 +198,8 @@ class MatrixScreen(ComputeScreen):
         loop = asyncio.get_running_loop()
 
         def work(stop: threading.Event) -> tuple[str, str, ValidationMatrix]:
-            from packets.review.common import inputs_sha256
-            from packets.review.matrix import run_matrix
+            from triage.review.common import inputs_sha256
+            from triage.review.matrix import run_matrix
 
             def progress(done: int, total: int) -> None:
                 loop.call_soon_threadsafe(self._progress, stop, done, total)
@@ -240,7 +241,7 @@ class MatrixScreen(ComputeScreen):
         self.say("matrix-progress-text", f" {self._progress_text}: cancelling…")
 
     def _failed(self, exc: BaseException) -> None:
-        from packets.review.matrix import Cancelled
+        from triage.review.matrix import Cancelled
 
         self._hide_progress()
         if isinstance(exc, Cancelled):
@@ -249,7 +250,7 @@ class MatrixScreen(ComputeScreen):
             self.show_error(f"Matrix failed: {one_line(exc)}")
 
     def _finished(self, result: tuple[str, str, ValidationMatrix]) -> None:
-        from packets.review.common import inputs_sha256
+        from triage.review.common import inputs_sha256
 
         self._hide_progress()
         digest, candidate, matrix = result
@@ -273,7 +274,7 @@ class MatrixScreen(ComputeScreen):
 
     def action_default_triggers(self) -> None:
         """Replace the rollback triggers by the defaults derived from the SLA and the matrix."""
-        from packets.review.triggers import default_triggers
+        from triage.review.triggers import default_triggers
 
         working = self.workbench.working
         matrix = working.packet.outputs.validation_matrix

@@ -8,9 +8,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from packets.errors import Problem, dotted
-from workbench.form import SECTION_TITLES, FieldSpec, input_fields, value_at
-from workbench.session import WorkingPacket
-from workbench.widgets.field_editor import FieldEditor, editor_for
+from workbench.core.form import SECTION_TITLES, FieldSpec, input_fields, value_at
+from workbench.core.session import WorkingPacket
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.note import Note
 
 from .base import StepScreen

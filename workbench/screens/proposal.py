@@ -1,6 +1,6 @@
 """The Proposal step: the baseline's bottleneck classification and the mitigation proposal.
 
-ctrl+r runs `packets.review.proposal.classify` and `propose` (the baseline and every candidate on
+ctrl+r runs `triage.review.proposal.classify` and `propose` (the baseline and every candidate on
 the packet's workload slice) off the UI thread and writes both into the working packet's
 outputs (saved with ctrl+s, like any edit). The rationale is required; trade-offs are typed
 separated by semicolons.
@@ -18,9 +18,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from packets.schema import PRIMARY_METRICS, Classification, Mitigation
-from workbench.review_render import classification_text, mitigation_view
-from workbench.review_state import loaded_from, proposal_state, set_outputs
-from workbench.session import WorkingPacket
+from workbench.core.session import WorkingPacket
+from workbench.review.render import classification_text, mitigation_view
+from workbench.review.state import loaded_from, proposal_state, set_outputs
 from workbench.widgets.field_editor import ChoiceField, FieldEditor
 
 from .compute import ComputeScreen, form_field
@@ -105,8 +105,8 @@ class ProposalScreen(ComputeScreen):
         count = len(working.packet.candidates)
 
         def work(stop: threading.Event) -> tuple[str, Classification, Mitigation]:
-            from packets.review.common import inputs_sha256
-            from packets.review.proposal import classify, propose
+            from triage.review.common import inputs_sha256
+            from triage.review.proposal import classify, propose
 
             loaded = loaded_from(working, b"")  # the model reads the packet, never its bytes
             mitigation = propose(loaded, working.name, candidate, rationale, trade_offs, metric)
@@ -119,7 +119,7 @@ class ProposalScreen(ComputeScreen):
         )
 
     def _proposed(self, result: tuple[str, Classification, Mitigation]) -> None:
-        from packets.review.common import inputs_sha256
+        from triage.review.common import inputs_sha256
 
         digest, classification, mitigation = result
         working = self.workbench.working

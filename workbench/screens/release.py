@@ -1,6 +1,6 @@
 """The Release step: ship, ship-guarded or hold by the documented rule, with its reasons.
 
-ctrl+r applies `packets.review.release.release` to the packet as it stands (the rule reads the
+ctrl+r applies `triage.review.release.release` to the packet as it stands (the rule reads the
 proposal, the matrix and the review guards; it takes about a millisecond, so it runs on the UI
 thread). An owner may override the computed decision only with a written rationale
 (`make_override`): ctrl+y records the override, and a missing or too short rationale is refused
@@ -18,9 +18,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from packets.schema import Override
-from workbench.review_render import release_view
-from workbench.review_state import release_state, set_outputs
-from workbench.session import WorkingPacket
+from workbench.core.session import WorkingPacket
+from workbench.review.render import release_view
+from workbench.review.state import release_state, set_outputs
 from workbench.widgets.field_editor import ChoiceField, FieldEditor
 
 from .compute import ComputeScreen, form_field
@@ -62,7 +62,7 @@ class ReleaseScreen(ComputeScreen):
             self.set_choices(role, roles, self.form.get("role"))
 
     def _record(self, override: Override | None) -> None:
-        from packets.review.release import release
+        from triage.review.release import release
 
         working = self.workbench.working
         out = working.packet.outputs
@@ -84,7 +84,7 @@ class ReleaseScreen(ComputeScreen):
 
     def action_override(self) -> None:
         """Record an owner's override of the computed decision, with the written rationale."""
-        from packets.review.release import make_override
+        from triage.review.release import make_override
 
         editor = self.query_one("#override-rationale", FieldEditor)
         try:

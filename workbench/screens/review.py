@@ -24,11 +24,12 @@ from textual.widgets import Static
 
 from packets.errors import Problem, UsageError, dotted
 from packets.schema import ROLES_BY_TOPIC, Artifact
-from workbench.form import field_spec
-from workbench.review_render import classification_text, guards_view, signatures_view
-from workbench.review_state import artifact_edit, signature_report
-from workbench.session import WorkingPacket, apply_edit, set_pending
-from workbench.widgets.field_editor import ChoiceField, FieldEditor, editor_for
+from workbench.core.form import field_spec
+from workbench.core.session import WorkingPacket, apply_edit, set_pending
+from workbench.review.render import classification_text, guards_view, signatures_view
+from workbench.review.state import artifact_edit, signature_report
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import ChoiceField, FieldEditor
 from workbench.widgets.note import Note
 
 from .compute import ComputeScreen, PasswordField, form_field, one_line, shown_as
@@ -43,7 +44,7 @@ EXPORT_PATH = form_field("export", "export to", "text", optional=True)
 EXPORT_FORMAT = form_field("export", "format", "choice", choices=("yaml", "markdown"))
 
 if TYPE_CHECKING:  # signing loads cryptography and the review guards the model: imported where used
-    from workbench.signing_flow import KeyChoice
+    from workbench.review.signing_flow import KeyChoice
 
 
 class ReviewScreen(ComputeScreen):
@@ -102,7 +103,7 @@ class ReviewScreen(ComputeScreen):
     # --- showing ---------------------------------------------------------------------------
 
     def show_outputs(self, working: WorkingPacket) -> None:
-        from packets.review.guards import blocking, review_guards
+        from triage.review.guards import blocking, review_guards
 
         packet = working.packet
         guards = review_guards(packet)
@@ -180,7 +181,7 @@ class ReviewScreen(ComputeScreen):
 
     def action_sign(self) -> None:
         """Sign the packet as the chosen owner (saving unsaved edits first, after asking)."""
-        from workbench.signing_flow import KeyChoice, sign_refusal
+        from workbench.review.signing_flow import KeyChoice, sign_refusal
 
         working = self.workbench.working
         refusal = sign_refusal(working)
@@ -214,7 +215,7 @@ class ReviewScreen(ComputeScreen):
         )
 
     def _sign(self, role: str, choice: KeyChoice) -> None:
-        from workbench.signing_flow import load_signer, sign_working
+        from workbench.review.signing_flow import load_signer, sign_working
 
         before = self.workbench.working
 
@@ -253,8 +254,8 @@ class ReviewScreen(ComputeScreen):
         self._export(Path(target).expanduser(), self.form.get("format") or "yaml", force=False)
 
     def _export(self, out: Path, fmt: str, *, force: bool) -> None:
-        from packets.review.exporting import SignedTargetError
-        from workbench.signing_flow import export_working
+        from triage.review.exporting import SignedTargetError
+        from workbench.review.signing_flow import export_working
 
         try:
             backup = export_working(self.workbench.working, out, fmt, force=force)

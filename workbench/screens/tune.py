@@ -21,15 +21,15 @@ from textual.widgets import ProgressBar, Static
 
 from packets.candidates import BASELINE, changed_knobs, resolve_config
 from packets.schema import Config, Packet
-from workbench.lab import WORKING, LabPreview, LabRun, LoadCurve, Subject, subject
-from workbench.lab_config import (
+from workbench.core.session import WorkingPacket
+from workbench.lab.config import (
     ConfigRefused,
     candidate_entry,
     changed_sections,
     describe,
     edit_config,
 )
-from workbench.session import WorkingPacket
+from workbench.lab.engine import WORKING, LabPreview, LabRun, LoadCurve, Subject, subject
 from workbench.widgets.field_editor import FieldEditor
 
 from .lab_screen import LabScreen
@@ -258,7 +258,7 @@ class TuneScreen(LabScreen):
 
     def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
         """Show the working configuration's simulation in the charts and complete its run."""
-        from workbench.lab_charts import hbm_chart, latency_chart
+        from workbench.lab.charts import hbm_chart, latency_chart
         from workbench.widgets.charts import Chart
 
         preview, base = result
@@ -283,7 +283,7 @@ class TuneScreen(LabScreen):
 
     def show_runs(self, result: tuple[LabRun, LabRun]) -> None:
         """Show a working run against the baseline run (status and charts)."""
-        from workbench.lab_charts import hbm_chart, latency_chart
+        from workbench.lab.charts import hbm_chart, latency_chart
         from workbench.widgets.charts import Chart
 
         run, base = result
@@ -325,7 +325,7 @@ class TuneScreen(LabScreen):
 
     def request_load_curves(self) -> None:
         """p99 vs load for the baseline and the working configuration, with progress."""
-        from workbench.lab import LOAD_FACTORS, scenario_for
+        from workbench.lab.engine import LOAD_FACTORS, scenario_for
 
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
@@ -339,7 +339,7 @@ class TuneScreen(LabScreen):
         stale = self.stale("tune-load", generation)
 
         def job() -> tuple[list[tuple[str, LoadCurve]], float]:
-            from workbench.lab import base_rate_per_s
+            from workbench.lab.engine import base_rate_per_s
 
             curves = []
             for done, item in enumerate(subjects):
@@ -355,7 +355,7 @@ class TuneScreen(LabScreen):
 
     def show_load_curves(self, result: tuple[list[tuple[str, LoadCurve]], float]) -> None:
         """Plot p99 against load."""
-        from workbench.lab_charts import load_chart
+        from workbench.lab.charts import load_chart
         from workbench.widgets.charts import Chart
 
         curves, rate = result

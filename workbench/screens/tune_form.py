@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from packets.candidates import BASELINE
 from packets.schema import BatchPolicy, CompiledShapes, Config, Packet
-from workbench.form import FieldSpec, field_spec
-from workbench.lab_config import fusion_text, parse_fusion, parse_tile, tile_text, tileable_ops
-from workbench.widgets.field_editor import FieldEditor, editor_for
+from workbench.core.form import FieldSpec, field_spec
+from workbench.lab.config import fusion_text, parse_fusion, parse_tile, tile_text, tileable_ops
+from workbench.widgets.editors import editor_for
+from workbench.widgets.field_editor import FieldEditor
 
 Role = Literal["start", "name", "fusion", "tile", "value"]
 

@@ -8,8 +8,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from workbench.lab import LabRun
-from workbench.lab_views import compare, headline_line
+from workbench.lab.engine import LabRun
+from workbench.lab.views import compare, headline_line
 
 
 def status_text(

@@ -20,8 +20,8 @@ from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
-from workbench.chart_data import ChartData, reduce_points
-from workbench.theming import register_plot_theme
+from workbench.core.theming import register_plot_theme
+from workbench.lab.chart_data import ChartData, reduce_points
 
 
 def _ordered_unique(data: object) -> list:

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from workbench.facts import Fact
+from workbench.core.facts import Fact
 
 
 class FactTable(Static):

@@ -22,7 +22,7 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import Input, Label
 
-from workbench.form import FieldSpec, TextRefused, format_value, parse_text
+from workbench.core.form import FieldSpec, TextRefused, format_value, parse_text
 
 from .note import Note
 
@@ -225,14 +225,3 @@ class ChoiceField(FieldEditor):
         text = choices[index % len(choices)]
         self.set_text(text)
         self.read(text, commit=True)
-
-
-def editor_for(spec: FieldSpec, value: Any, *, id: str | None = None) -> FieldEditor:
-    """The editor widget that suits the field's kind."""
-    if spec.kind in ("integer", "number"):
-        from .number_field import NumberField
-
-        return NumberField(spec, value, id=id)
-    if spec.kind in ("choice", "bool"):
-        return ChoiceField(spec, value, id=id)
-    return FieldEditor(spec, value, id=id)

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from workbench.form import FieldSpec, TextRefused, check_bounds, format_value, parse_text
+from workbench.core.form import FieldSpec, TextRefused, check_bounds, format_value, parse_text
 
 from .field_editor import FieldEditor
 

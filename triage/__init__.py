@@ -1,0 +1,1 @@
+"""What the workbench does with a packet: runs, sweeps, review, mapping, telemetry."""

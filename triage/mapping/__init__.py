@@ -1,0 +1,1 @@
+"""Shape-bucket mapping: report, actions and its Markdown rendering."""

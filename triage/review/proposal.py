@@ -1,0 +1,143 @@
+"""The baseline's bottleneck classification and the mitigation proposal (`workbench propose`).
+
+Every configuration runs on the same workload slice (the packet's seed, request count, load and
+production shape mix); the chosen candidate is compared with the baseline and every rejected
+alternative on one primary metric, tail first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from packets.candidates import BASELINE, changed_knobs, find_candidate
+from packets.schema import (
+    PRIMARY_METRICS,
+    Alternative,
+    ClassFinding,
+    Classification,
+    Mitigation,
+    Packet,
+    TailFigures,
+)
+from triage.review.common import (
+    inputs_sha256,
+    lower_is_better,
+    metric_value,
+    tail_figures,
+    workload_slice,
+)
+from triage.runs import run_scenario
+from triage.scenario import build_scenario
+
+if TYPE_CHECKING:
+    from packets.load import LoadedPacket
+
+BROAD_BUNDLE_KNOBS = 3  # more knobs than this at once is a broad tuning bundle
+EVIDENCE_ROLES = ("kernel-performance-owner", "runtime-lead")  # profile traces + bottleneck map
+
+
+def _finding(entry: dict) -> ClassFinding:
+    evidence = {k: float(v) for k, v in entry.get("evidence", {}).items()}
+    return ClassFinding(
+        bottleneck=entry["class"],
+        metric=entry["metric"],
+        value=float(entry["value"]),
+        threshold=entry["threshold"],
+        evidence=evidence,
+    )
+
+
+def _evidence_artifact(packet: Packet) -> str | None:
+    for owner in packet.owners:
+        if owner.role in EVIDENCE_ROLES and owner.artifact is not None:
+            return owner.artifact.ref
+    return None
+
+
+def classify(loaded: LoadedPacket, path: str) -> Classification:
+    """Run the baseline on the packet's slice and record its bottleneck classification."""
+    scenario = build_scenario(loaded)
+    summary = run_scenario(scenario, path).summary
+    found = summary["classification"]
+    return Classification(
+        inputs_sha256=inputs_sha256(loaded.packet),
+        primary=_finding(found["primary"]),
+        secondary=[_finding(e) for e in found["secondary"]],
+        tail=tail_figures(summary),
+        slice=workload_slice(scenario, path),
+        artifact=_evidence_artifact(loaded.packet),
+    )
+
+
+def _delta(metric: str, value: float, reference: float) -> str:
+    unit = "/s" if metric == "throughput_per_s" else " ms"
+    change = (value - reference) / reference if reference else 0.0
+    return (
+        f"{metric.removesuffix('_ms')} {value:,.2f}{unit} vs {reference:,.2f}{unit} ({change:+.1%})"
+    )
+
+
+def rejection_reason(metric: str, alt: TailFigures, chosen: TailFigures, knobs: list[str]) -> str:
+    """Why an alternative lost, in measured terms (tail first)."""
+    a, c = metric_value(alt, metric), metric_value(chosen, metric)
+    worse = a > c if lower_is_better(metric) else a < c
+    parts = []
+    if not alt.sla_ok and chosen.sla_ok:
+        parts.append("misses the SLA the chosen candidate meets")
+    if worse:
+        parts.append(f"worse {_delta(metric, a, c)}")
+    elif a != c:
+        parts.append(f"better {_delta(metric, a, c)}, but not chosen")
+    if alt.p99_ms > chosen.p99_ms and metric != "p99_ms":
+        parts.append(f"worse {_delta('p99_ms', alt.p99_ms, chosen.p99_ms)}")
+    if len(knobs) > BROAD_BUNDLE_KNOBS:
+        parts.append(f"changes {len(knobs)} knobs at once (broad tuning bundle)")
+    return "; ".join(parts) or f"ties the chosen candidate on {metric}"
+
+
+def propose(
+    loaded: LoadedPacket,
+    path: str,
+    candidate: str,
+    rationale: str,
+    trade_offs: list[str] | None = None,
+    primary_metric: str = "p99_ms",
+) -> Mitigation:
+    """The mitigation proposal for `candidate` (KeyError for an unknown candidate, ValueError for
+    an unknown metric or an empty rationale)."""
+    if primary_metric not in PRIMARY_METRICS:
+        raise ValueError(f"primary metric must be one of {', '.join(PRIMARY_METRICS)}")
+    if not rationale.strip():
+        raise ValueError("a proposal needs a written rationale")
+    packet = loaded.packet
+    find_candidate(packet, candidate)
+    runs: dict[str, TailFigures] = {}
+    slices = {}
+    for name in [BASELINE, *(c.name for c in packet.candidates)]:
+        scenario = build_scenario(loaded, None if name == BASELINE else name)
+        runs[name] = tail_figures(run_scenario(scenario, path).summary)
+        slices[name] = workload_slice(scenario, path)
+    knobs = changed_knobs(packet, candidate)
+    chosen = runs[candidate]
+    rejected = []
+    for alt in packet.candidates:
+        if alt.name == candidate:
+            continue
+        alt_knobs = changed_knobs(packet, alt.name)
+        reason = rejection_reason(primary_metric, runs[alt.name], chosen, alt_knobs)
+        rejected.append(
+            Alternative(candidate=alt.name, knobs=alt_knobs, tail=runs[alt.name], reason=reason)
+        )
+    return Mitigation(
+        inputs_sha256=inputs_sha256(packet),
+        candidate=candidate,
+        rationale=rationale.strip(),
+        trade_offs=[t.strip() for t in trade_offs or [] if t.strip()],
+        primary_metric=primary_metric,
+        slice=slices[candidate],
+        baseline=runs[BASELINE],
+        chosen=chosen,
+        knobs=knobs,
+        broad_tuning_bundle=len(knobs) > BROAD_BUNDLE_KNOBS,
+        rejected=rejected,
+    )

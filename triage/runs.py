@@ -1,0 +1,62 @@
+"""Running a packet configuration through the model: what `workbench run` and the app call."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from model.runtime.simulate import RuntimeResult, simulate
+from model.runtime.summary import RunReport, summarize
+from triage.scenario import Scenario, build_scenario
+
+if TYPE_CHECKING:
+    from packets.load import LoadedPacket
+
+
+def reproduce_command(path: str, scenario: Scenario) -> str:
+    """The exact command line that reproduces a scenario's run."""
+    parts = ["workbench", "run", path]
+    if scenario.candidate != "baseline":
+        parts += ["--candidate", scenario.candidate]
+    parts += ["--seed", str(scenario.runtime.seed)]
+    parts += ["--requests", str(scenario.runtime.workload.requests)]
+    return shlex.join(parts)
+
+
+def simulate_scenario(scenario: Scenario) -> RuntimeResult:
+    """Simulate a scenario (the first half of `run_scenario`: enough for latency charts)."""
+    return simulate(
+        scenario.runtime, scenario.service_table, all_compiled_table=scenario.all_compiled_table
+    )
+
+
+def summarize_scenario(scenario: Scenario, path: str, result: RuntimeResult) -> RunReport:
+    """Summarize a scenario's simulation (the second half of `run_scenario`: the tail
+    attribution's counterfactual re-runs and the classification)."""
+    summary = summarize(
+        result,
+        scenario.service_table,
+        all_compiled_table=scenario.all_compiled_table,
+        command=reproduce_command(path, scenario),
+    )
+    return RunReport(
+        summary={"packet": scenario.packet.id, "candidate": scenario.candidate, **summary},
+        result=result,
+    )
+
+
+def run_scenario(scenario: Scenario, path: str) -> RunReport:
+    """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract)."""
+    return summarize_scenario(scenario, path, simulate_scenario(scenario))
+
+
+def run_packet(
+    loaded: LoadedPacket,
+    candidate: str | None = None,
+    *,
+    seed: int | None = None,
+    requests: int | None = None,
+) -> RunReport:
+    """Build and run one configuration of a loaded packet."""
+    scenario = build_scenario(loaded, candidate, seed=seed, requests=requests)
+    return run_scenario(scenario, loaded.name)

@@ -1,0 +1,1 @@
+"""Measured telemetry files: reading, comparison inputs, synthetic runs."""

@@ -1,0 +1,1 @@
+"""The working packet, drafts, forms, keys, steps and UI-loop plumbing."""

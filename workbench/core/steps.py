@@ -1,0 +1,79 @@
+"""The step types: `Step`, the `Progress` its done-predicate looks at, and the shared
+done-predicates.
+
+The list of steps itself (which screen each step opens) is the screen registry,
+`workbench/screens/registry.py`; keeping it apart lets screens and done-predicates import these
+types without importing every screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from workbench.core.session import WorkingPacket
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from workbench.lab.engine import Lab
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What done-predicates may look at.
+
+    Attributes:
+        working: the packet under edit.
+        left: ids of the steps the user has been through and moved on from.
+        lab: the app's cached model results (None: nothing computed yet).
+    """
+
+    working: WorkingPacket
+    left: frozenset[str]
+    lab: Lab | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the workflow.
+
+    Attributes:
+        id: stable identifier (mode name, binding ids `goto-<id>`); lowercase, no spaces.
+        title: shown in the step list and as the screen's heading.
+        purpose: one line under the heading saying what the step is for.
+        screen: builds the step's screen (called once, the first time the step is opened).
+        done: True when the step counts as done (a check mark in the step list).
+    """
+
+    id: str
+    title: str
+    purpose: str
+    screen: Callable[[Step], Screen]
+    done: Callable[[Progress], bool]
+
+
+def packet_done(progress: Progress) -> bool:
+    """The Packet step is done once left with no refused text in any field."""
+    return "packet" in progress.left and not progress.working.pending
+
+
+def left_behind(step_id: str) -> Callable[[Progress], bool]:
+    """Done once the user has been through the step and moved on (steps whose results are
+    not computed yet have nothing else to check)."""
+
+    def done(progress: Progress) -> bool:
+        return step_id in progress.left
+
+    return done
+
+
+def baseline_computed(progress: Progress) -> bool:
+    """Done once the baseline run (with its diagnosis) is computed for the current inputs."""
+    return progress.lab is not None and progress.lab.has_baseline(progress.working)
+
+
+def has_candidates(progress: Progress) -> bool:
+    """Done once the packet holds at least one candidate."""
+    return bool(progress.working.packet.candidates)

@@ -1,0 +1,1 @@
+"""Tune's engine (Baseline, Diagnose, Tune): runs, config, views, charts."""

@@ -1,0 +1,117 @@
+"""Chart data for the lab steps, built from lab runs (textual-free).
+
+Each builder returns a `ChartData` whose title states the unit. Series carry the figures of the
+runs exactly (no smoothing); the widget only thins them to its width, keeping peaks where the
+series is bursty (HBM demand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from packets.schema import Packet
+from workbench.lab.chart_data import ChartData, Series
+from workbench.lab.engine import LATENCY_PERCENTILES, LabPreview, LabRun, LoadCurve
+from workbench.lab.views import driver_bars
+
+_EMPTY = np.zeros(0)
+
+
+def driver_chart(run: LabRun) -> ChartData:
+    """Tail-latency drivers, both ways: the slowest-1% composition and the Shapley p99 drop
+    (parts that are zero both ways are left out, and the title says which)."""
+    bars = driver_bars(run.summary)
+    keep = (bars.slowest_1pct_ms > 0) | (bars.p99_drop_ms > 0)
+    zero = [part for part, kept in zip(bars.parts, keep, strict=True) if not kept]
+    return ChartData(
+        kind="bars",
+        title="Tail drivers, ms" + (f" (0: {', '.join(zero)})" if zero else ""),
+        categories=tuple(part for part, kept in zip(bars.parts, keep, strict=True) if kept),
+        series=(
+            Series("slowest 1%", _EMPTY, bars.slowest_1pct_ms[keep]),
+            Series("p99 drop if off", _EMPTY, bars.p99_drop_ms[keep]),
+        ),
+    )
+
+
+def wait_chart(run: LabRun) -> ChartData:
+    """Queue-wait profile: measured requests per wait-time bin (bin centres in ms)."""
+    p = run.profiles
+    centres = (p.wait_edges_ms[:-1] + p.wait_edges_ms[1:]) / 2.0
+    wait_p99 = run.summary["queue_wait_ms"]["p99"]
+    return ChartData(
+        kind="lines",
+        title=f"Queue wait profile: requests per bin (p99 wait {wait_p99:,.1f} ms)",
+        xlabel="queue wait, ms",
+        series=(Series("requests", centres, p.wait_counts.astype(np.float64)),),
+    )
+
+
+def core_chart(run: LabRun) -> ChartData:
+    """Busy share of each core, percent, with Jain's fairness index in the title."""
+    util = run.profiles.core_utilization * 100.0
+    return ChartData(
+        kind="bars",
+        title=f"Core utilization, % (Jain {run.profiles.fairness_jain:.3f})",
+        categories=tuple(f"c{i}" for i in range(len(util))),
+        series=(Series("busy %", _EMPTY, util),),
+    )
+
+
+def hbm_chart(runs: Sequence[tuple[str, LabRun | LabPreview]]) -> ChartData:
+    """Requested HBM demand over bandwidth against time (1.0: saturated), peaks kept; one
+    series per (label, run)."""
+    series = tuple(
+        Series(label, run.profiles.hbm_time_ms / 1e3, run.profiles.hbm_demand_ratio, peaks=True)
+        for label, run in runs
+    )
+    return ChartData(
+        kind="lines",
+        title="HBM demand / bandwidth (above 1: memory phases stretch)",
+        xlabel="time, s",
+        series=series,
+        hlines=(1.0,),
+    )
+
+
+def nines(percentile: np.ndarray | float) -> np.ndarray:
+    """-log10(1 - p/100): p50 -> 0.3, p90 -> 1, p99 -> 2, p99.9 -> 3 (spreads the tail out)."""
+    return -np.log10(1.0 - np.asarray(percentile, dtype=np.float64) / 100.0)
+
+
+TAIL_TICKS = ((50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99.9"))
+
+
+def latency_chart(
+    working: LabRun | LabPreview, baseline: LabRun | LabPreview, packet: Packet
+) -> ChartData:
+    """Latency by percentile (the upper half of the CDF, p50 to p99.9, on a nines scale so the
+    tail is spread out), baseline against the working configuration, SLA targets as lines."""
+    sla = packet.inputs.sla
+    x = nines(LATENCY_PERCENTILES)
+    return ChartData(
+        kind="lines",
+        title=f"Latency by percentile, ms (SLA p95 <= {sla.p95_ms:g}, p99 <= {sla.p99_ms:g})",
+        series=(
+            Series("baseline", x, baseline.latency_ms),
+            Series("working", x, working.latency_ms),
+        ),
+        hlines=(sla.p95_ms, sla.p99_ms),
+        xticks=tuple((float(nines(p)), label) for p, label in TAIL_TICKS),
+    )
+
+
+def load_chart(
+    curves: Sequence[tuple[str, LoadCurve]], packet: Packet, rate_per_s: float
+) -> ChartData:
+    """p99 against load (multiples of the packet's rate), one line per configuration."""
+    sla = packet.inputs.sla
+    return ChartData(
+        kind="lines",
+        title=f"p99 vs load, ms (1.0 = {rate_per_s:,.0f}/s; SLA p99 <= {sla.p99_ms:g})",
+        xlabel="load factor",
+        series=tuple(Series(label, curve.factors, curve.p99_ms) for label, curve in curves),
+        hlines=(sla.p99_ms,),
+    )

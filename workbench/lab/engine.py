@@ -1,0 +1,437 @@
+"""The lab: runs of the working packet's configurations through the model, cached by inputs.
+
+Textual-free. The Baseline, Diagnose and Tune steps ask one `Lab` (owned by the app) for runs,
+load curves (p99 vs load) and worksheets; each answer is cached under a key made of everything
+it depends on (the packet's inputs and seed, the configuration, its precision, its label), so
+switching steps never recomputes and an edit that returns to an earlier value costs nothing.
+Methods are thread-safe: the app calls them from worker threads. The model, numba and polars
+are imported on first use, so the app's first frame never waits for them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from packets.candidates import BASELINE, resolve_config, resolve_dtype
+from packets.load import LoadedPacket
+from workbench.core.session import WorkingPacket
+
+if TYPE_CHECKING:
+    from model.runtime.simulate import RuntimeResult
+    from model.runtime.stats import RuntimeProfiles
+    from packets.schema import Config
+    from triage.scenario import Scenario
+
+WORKING = "working"
+"""Label of a configuration edited in the lab and not saved as a candidate."""
+LOAD_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
+"""Multiples of the packet's arrival rate the p99-vs-load curve runs at."""
+LATENCY_PERCENTILES = np.concatenate([np.arange(50, 100), [99.5, 99.9]]).astype(np.float64)
+"""Percentiles the latency curve is read at (the upper half, where tails and SLAs live)."""
+CACHE_ENTRIES = 64  # per kind of result; a run keeps ~10 KB of series, never per-request arrays
+PREVIEW_ENTRIES = 4  # previews hold a simulation's per-request arrays (~2 MB at 20,000)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One configuration of the working packet, ready to run.
+
+    Attributes:
+        loaded: the packet as the scenario builder takes it.
+        name: 'baseline', a candidate's name, or 'working' (edited in the lab, not saved).
+        config: the configuration to run.
+        dtype_from: the candidate whose precision it runs in (None: the packet's precision).
+        key: everything a run depends on, as canonical JSON (the cache key).
+    """
+
+    loaded: LoadedPacket
+    name: str
+    config: Config
+    dtype_from: str | None
+    key: str
+
+    @property
+    def dtype(self) -> str:
+        """The precision the configuration runs in."""
+        return resolve_dtype(self.loaded.packet, self.dtype_from)
+
+
+def loaded_packet(working: WorkingPacket) -> LoadedPacket:
+    """The working packet as `triage.scenario.build_scenario` takes it (no source lines)."""
+    return LoadedPacket(working.packet, working.name, b"", working.base_dir, working.warnings)
+
+
+def subject(
+    working: WorkingPacket,
+    config: Config | None = None,
+    *,
+    name: str = BASELINE,
+    dtype_from: str | None = None,
+) -> Subject:
+    """The subject for `config` (default: the configuration called `name`, baseline or a
+    candidate), run in the precision of candidate `dtype_from` (default: `name`'s)."""
+    packet = working.packet
+    if config is None:
+        config = resolve_config(packet, name)
+        dtype_from = name if dtype_from is None and name != BASELINE else dtype_from
+    dtype = resolve_dtype(packet, dtype_from)
+    key = json.dumps(
+        [
+            packet.inputs.model_dump(mode="json"),
+            packet.seed,
+            config.model_dump(mode="json"),
+            dtype,
+            str(working.base_dir),
+            name,
+        ],
+        sort_keys=True,
+    )
+    return Subject(loaded_packet(working), name, config, dtype_from, key)
+
+
+@dataclass(frozen=True)
+class ShapeBuckets:
+    """Where each runtime shape runs, read from the model's `ServiceTable` (bucket, fallback).
+
+    Attributes:
+        shapes: (S,) runtime seq_len values, ascending.
+        weights: (S,) traffic share of each shape.
+        compiled_shape: (S,) bucket a shape is padded to (the shape itself on fallback).
+        fallback: (S,) True where no compiled bucket holds the shape (generic path).
+    """
+
+    shapes: np.ndarray
+    weights: np.ndarray
+    compiled_shape: np.ndarray
+    fallback: np.ndarray
+
+    @property
+    def fallback_share(self) -> float:
+        """Share of traffic (by the mix's weights) that takes the fallback path, 0..1."""
+        return float(self.weights[self.fallback].sum())
+
+
+@dataclass(frozen=True)
+class LabRun:
+    """One configuration run through the model.
+
+    Attributes:
+        name: the subject's label.
+        summary: the `workbench run --json` contract (ms, /s, ratios).
+        profiles: compact series for charts (queue wait, batches, cores, HBM demand).
+        latency_ms: (P,) end-to-end latency of measured requests at LATENCY_PERCENTILES, ms
+            (linear interpolation, as the summary's percentiles).
+        buckets: shape -> compiled bucket mapping (None for a pinned service distribution).
+        kernels_per_layer: kernels the fusion plan launches per pass of the block.
+        layers: passes of the block per request.
+    """
+
+    name: str
+    summary: dict
+    profiles: RuntimeProfiles
+    latency_ms: np.ndarray
+    buckets: ShapeBuckets | None
+    kernels_per_layer: int
+    layers: int
+
+
+@dataclass(frozen=True)
+class LabPreview:
+    """A run's simulation before its summary: the latency curve and chart profiles, for
+    showing an edit's effect while the tail attribution (counterfactual re-runs) and the
+    classification are still being computed. `Lab.run` completes it into a LabRun.
+
+    Attributes:
+        name, profiles, latency_ms: as in LabRun.
+        scenario: the scenario that was simulated (its service tables built).
+        result: the simulation (per-request arrays; kept only in a small cache).
+    """
+
+    name: str
+    profiles: RuntimeProfiles
+    latency_ms: np.ndarray
+    scenario: Scenario
+    result: RuntimeResult
+
+
+@dataclass(frozen=True)
+class LoadCurve:
+    """Tail latency against offered load, every point with the run's seed and request count.
+
+    Attributes:
+        factors: (L,) multiples of the packet's arrival rate.
+        rate_per_s: (L,) arrival rate of each point, 1/s.
+        p99_ms, p95_ms: (L,) latency percentiles, ms.
+        throughput_per_s: (L,) measured completions per second.
+    """
+
+    factors: np.ndarray
+    rate_per_s: np.ndarray
+    p99_ms: np.ndarray
+    p95_ms: np.ndarray
+    throughput_per_s: np.ndarray
+
+
+class Cancelled(Exception):
+    """A lab computation was abandoned between chunks (a newer request replaced it)."""
+
+
+def scenario_for(subject: Subject) -> Scenario:
+    """The model scenario of a subject (its service tables are built on first use)."""
+    from triage.scenario import build_scenario
+
+    scenario = build_scenario(subject.loaded, subject.dtype_from, config=subject.config)
+    if scenario.candidate != subject.name:
+        import dataclasses
+
+        scenario = dataclasses.replace(scenario, candidate=subject.name)
+    return scenario
+
+
+def base_rate_per_s(scenario: Scenario) -> float:
+    """The packet's mean arrival rate, 1/s (a trace's: arrivals over its span)."""
+    arrivals = scenario.runtime.workload.arrivals
+    if arrivals.rate_per_s is not None:
+        return float(arrivals.rate_per_s)
+    trace = np.asarray(arrivals.trace_ms, dtype=np.float64)
+    return float((len(trace) - 1) / (trace[-1] - trace[0]) * 1e3)
+
+
+def compute_preview(subject: Subject) -> LabPreview:
+    """Simulate one subject (service tables and the run itself, no summary)."""
+    from model.runtime.stats import measured, runtime_profiles
+    from triage.runs import simulate_scenario
+
+    scenario = scenario_for(subject)
+    result = simulate_scenario(scenario)
+    requests = result.requests
+    window = measured(result)
+    latency = requests.finish_ms[window] - requests.arrival_ms[window]
+    return LabPreview(
+        name=subject.name,
+        profiles=runtime_profiles(result),
+        latency_ms=np.percentile(latency, LATENCY_PERCENTILES),
+        scenario=scenario,
+        result=result,
+    )
+
+
+def compute_run(subject: Subject, preview: LabPreview | None = None) -> LabRun:
+    """Run one subject: the run summary (with tail attribution), chart profiles, buckets.
+    A `preview` of the same subject saves its simulation (the result is the same)."""
+    from model.compiler.fusion import fusion_groups
+    from packets.model_specs import fusion_spec
+    from triage.runs import summarize_scenario
+
+    preview = preview or compute_preview(subject)
+    scenario = preview.scenario
+    report = summarize_scenario(scenario, subject.loaded.name, preview.result)
+    table = scenario.service_table
+    buckets = None
+    if table is not None:
+        mix = scenario.runtime.workload.shapes
+        weight_of = dict(zip(mix.values, mix.weights, strict=True))
+        weights = np.array([weight_of.get(int(s), 0.0) for s in table.shapes])
+        buckets = ShapeBuckets(table.shapes, weights, table.compiled_shape, table.fallback)
+    return LabRun(
+        name=subject.name,
+        summary=report.summary,
+        profiles=preview.profiles,
+        latency_ms=preview.latency_ms,
+        buckets=buckets,
+        kernels_per_layer=len(fusion_groups(scenario.block, fusion_spec(scenario.config))),
+        layers=scenario.block.layers,
+    )
+
+
+def compute_load_curve(
+    subject: Subject,
+    factors: tuple[float, ...] = LOAD_FACTORS,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> LoadCurve:
+    """p99/p95/throughput at each load factor; runs go in chunks of one per CPU (they run in
+    parallel), `progress(done, total)` after each chunk, Cancelled when `cancelled()` turns
+    true between chunks."""
+    import dataclasses
+    import os
+
+    from model.runtime.sweep import run_sweep
+
+    scenario = scenario_for(subject)
+    runtime, table = scenario.runtime, scenario.service_table
+    rates = [base_rate_per_s(scenario) * f for f in factors]
+    configs = [
+        dataclasses.replace(
+            runtime,
+            workload=dataclasses.replace(
+                runtime.workload,
+                arrivals=dataclasses.replace(runtime.workload.arrivals, rate_per_s=rate),
+            ),
+        )
+        for rate in rates
+    ]
+    chunk = max(1, os.cpu_count() or 1)
+    rows: list[dict] = []
+    for start in range(0, len(configs), chunk):  # chunks: progress and cancellation between
+        if cancelled is not None and cancelled():
+            raise Cancelled(f"load curve cancelled after {start} of {len(configs)} points")
+        part = configs[start : start + chunk]
+        rows += run_sweep(part, [table] * len(part)).to_dicts()
+        if progress is not None:
+            progress(len(rows), len(configs))
+    return LoadCurve(
+        factors=np.array(factors, dtype=np.float64),
+        rate_per_s=np.array(rates, dtype=np.float64),
+        p99_ms=np.array([r["latency_p99_ms"] for r in rows]),
+        p95_ms=np.array([r["latency_p95_ms"] for r in rows]),
+        throughput_per_s=np.array([r["throughput_per_s"] for r in rows]),
+    )
+
+
+def worksheet_point(subject: Subject) -> tuple[int, int]:
+    """(batch, seq_len) the worksheet is read at: the configuration's max batch and the mix's
+    most common seq_len (as `workbench worksheet` defaults)."""
+    mix = subject.loaded.packet.inputs.workload.shapes.seq_len
+    seq_len = mix.values[max(range(len(mix.values)), key=lambda i: mix.weights[i])]
+    return subject.config.batch_policy.max_batch, seq_len
+
+
+def compute_worksheet(subject: Subject, baseline: Subject) -> dict:
+    """The fusion & tile-plan worksheet (handoff-worksheet/1) of `subject` against `baseline`."""
+    return scenario_for(subject).worksheet(scenario_for(baseline), *worksheet_point(subject))
+
+
+class _Cache:
+    """A small thread-safe LRU map (values are computed outside the lock)."""
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def discard(self, key: Hashable) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._entries:
+                self._items.popitem(last=False)
+
+
+class Lab:
+    """Cached runs, load curves and worksheets for the app (one per app; thread-safe).
+
+    Attributes:
+        model_runs: how many runs were computed (not served from the cache), for tests and
+            benchmarks.
+    """
+
+    def __init__(self, entries: int = CACHE_ENTRIES) -> None:
+        self._runs = _Cache(entries)
+        self._previews = _Cache(PREVIEW_ENTRIES)
+        self._curves = _Cache(entries)
+        self._sheets = _Cache(entries)
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self.model_runs = 0
+
+    def cached_run(self, subject: Subject) -> LabRun | None:
+        """The run of `subject` if it was computed already (never computes)."""
+        return self._runs.get(subject.key)
+
+    def run(self, subject: Subject) -> LabRun:
+        """The run of `subject`, computed on first request (blocking: call from a worker);
+        completes a preview of it when there is one."""
+        found = self._runs.get(subject.key)
+        if found is not None:
+            return found
+        with self._key_lock(subject.key):  # a second caller waits for the first's result
+            found = self._runs.get(subject.key)
+            if found is None:
+                found = compute_run(subject, self._previews.get(subject.key))
+                with self._lock:
+                    self.model_runs += 1
+                self._runs.put(subject.key, found)
+                self._previews.discard(subject.key)  # its per-request arrays are not needed
+        return found
+
+    def preview(self, subject: Subject) -> LabRun | LabPreview:
+        """The run of `subject` if computed already, else its simulation alone (about half
+        the time of a run: charts can show an edit before its tail attribution is done).
+        Blocking: call from a worker, then `run` for the rest."""
+        found = self._runs.get(subject.key) or self._previews.get(subject.key)
+        if found is not None:
+            return found
+        with self._key_lock(subject.key):
+            found = self._runs.get(subject.key) or self._previews.get(subject.key)
+            if found is None:
+                found = compute_preview(subject)
+                self._previews.put(subject.key, found)
+        return found
+
+    def _key_lock(self, key: str) -> threading.Lock:
+        with self._lock:
+            if len(self._key_locks) > 4 * CACHE_ENTRIES:  # only idle keys' locks are dropped
+                self._key_locks = {k: v for k, v in self._key_locks.items() if v.locked()}
+            return self._key_locks.setdefault(key, threading.Lock())
+
+    def load_curve(
+        self,
+        subject: Subject,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> LoadCurve:
+        """p99 vs load over LOAD_FACTORS (see `compute_load_curve`), cached."""
+        found = self._curves.get(subject.key)
+        if found is None:
+            found = compute_load_curve(subject, progress=progress, cancelled=cancelled)
+            self._curves.put(subject.key, found)
+        elif progress is not None:
+            progress(len(found.factors), len(found.factors))
+        return found
+
+    def cached_worksheet(self, subject: Subject, baseline: Subject) -> dict | None:
+        """The worksheet of `subject` against `baseline` if computed already."""
+        return self._sheets.get((subject.key, baseline.key))
+
+    def worksheet(self, subject: Subject, baseline: Subject) -> dict:
+        """The worksheet of `subject` against `baseline` (see `compute_worksheet`), cached."""
+        key = (subject.key, baseline.key)
+        found = self._sheets.get(key)
+        if found is None:
+            found = compute_worksheet(subject, baseline)
+            self._sheets.put(key, found)
+        return found
+
+    def has_baseline(self, working: WorkingPacket) -> bool:
+        """True when the baseline of `working` has been run for its current inputs."""
+        return self.cached_run(subject(working)) is not None
+
+    def warm_up(self) -> None:
+        """Import the model and compile (or load) its numba kernels: call from a background
+        worker at start, so the first run does not wait for them."""
+        import model.runtime.sweep  # noqa: F401  (polars, for the load curve)
+        import triage.runs  # noqa: F401
+        from model.runtime.kernel import warm_up
+
+        warm_up()

@@ -1,0 +1,254 @@
+"""What the Baseline, Diagnose and Tune steps show, derived from lab runs as plain data.
+
+Textual-free: rows of text and arrays for charts, so tests can check them without a screen.
+Every figure is read from a run's summary (the `workbench run --json` contract), its profiles
+or the model's service table; thresholds come from the bottleneck classifier's own rules.
+Times in ms, rates per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from packets.schema import Packet
+from workbench.lab.engine import LabRun
+
+DRIVER_PART = {"placement": "imbalance", "fallback": "fallback", "contention": "contention"}
+"""Counterfactual driver -> the latency part it shows up as."""
+
+
+def ms(value: float | None) -> str:
+    """'12.34 ms' ('n/a' for None)."""
+    return "n/a" if value is None else f"{value:,.2f} ms"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One SLA line: what is checked, its value and target as text, and whether it holds
+    (None when the packet sets no target)."""
+
+    label: str
+    value: str
+    target: str
+    ok: bool | None
+
+
+def tail_first(summary: dict) -> list[tuple[str, str]]:
+    """(label, value) of latency, tail first: p99, p95, then p50, mean and max."""
+    lat = summary["latency_ms"]
+    return [(k, ms(lat[k])) for k in ("p99", "p95", "p50", "mean", "max")]
+
+
+def sla_verdicts(summary: dict, packet: Packet) -> list[Verdict]:
+    """The SLA checks of a run (p99, p95, throughput) against the packet's targets."""
+    sla, lat, ok = packet.inputs.sla, summary["latency_ms"], summary["sla"]
+    minimum = sla.min_throughput_per_s
+    return [
+        Verdict("p99", ms(lat["p99"]), f"<= {sla.p99_ms:g} ms", ok["p99_ok"]),
+        Verdict("p95", ms(lat["p95"]), f"<= {sla.p95_ms:g} ms", ok["p95_ok"]),
+        Verdict(
+            "throughput",
+            f"{summary['throughput_per_s']:,.1f}/s",
+            f">= {minimum:g}/s" if minimum is not None else "no target",
+            ok["throughput_ok"],
+        ),
+    ]
+
+
+def meets_sla(summary: dict) -> bool:
+    """True when every SLA target the packet sets holds."""
+    return all(v is not False for v in summary["sla"].values())
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline compile plan -> runtime queue -> core placement -> completion,
+    with the figures that describe it (text with units)."""
+
+    name: str
+    figures: tuple[str, ...]
+
+
+def mean_batch(run: LabRun) -> float:
+    """Mean requests per dispatched batch in the measurement window."""
+    sizes, counts = run.profiles.batch_sizes, run.profiles.batch_counts
+    total = counts.sum()
+    return float((sizes * counts).sum() / total) if total else 0.0
+
+
+def pipeline(run: LabRun, packet: Packet, placement: str) -> list[Stage]:
+    """The four stages of a run, each with its figures."""
+    s = run.summary
+    launches = s.get("launches_per_request")
+    util = np.asarray(s["core_utilization"])
+    fallback = run.buckets.fallback_share if run.buckets is not None else s["fallback_rate"]
+    if launches is None:  # a pinned service distribution: no kernels are modelled
+        compile_figures: tuple[str, ...] = (
+            "service times pinned",
+            "(no kernels modelled)",
+            f"fallback {s['fallback_rate']:.0%} of requests",
+        )
+    else:
+        compile_figures = (
+            f"{run.kernels_per_layer} kernels x {run.layers} layers",
+            f"{launches:.1f} launches/req",
+            f"fallback {fallback:.0%} of mix",
+        )
+    hbm = s.get("hbm_peak_demand_ratio")
+    return [
+        Stage("compile plan", compile_figures),
+        Stage(
+            "runtime queue",
+            (
+                f"wait p99 {s['queue_wait_ms']['p99']:,.1f} ms",
+                f"wait mean {s['queue_wait_ms']['mean']:,.1f} ms",
+                f"batch mean {mean_batch(run):.1f}",
+            ),
+        ),
+        Stage(
+            "core placement",
+            (
+                f"{placement}, {len(util)} cores",
+                f"util {util.min():.0%}-{util.max():.0%}",
+                f"Jain {s['fairness_jain']:.3f}",
+            ),
+        ),
+        Stage(
+            "completion",
+            (
+                f"p99 {s['latency_ms']['p99']:,.1f} ms",
+                f"{s['throughput_per_s']:,.1f}/s",
+                f"HBM peak {hbm:.2f}x" if hbm is not None else "HBM n/a (pinned)",
+            ),
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One debug branch of the Diagnose checklist: its question, whether the run clears it,
+    and the finding behind that."""
+
+    title: str
+    clear: bool
+    finding: str
+
+
+def _top_parts(composition: dict, count: int = 3) -> str:
+    from model.runtime.tail import COMPONENTS
+
+    parts = sorted(COMPONENTS, key=lambda c: -composition[c])[:count]
+    return ", ".join(f"{c} {composition[c]:,.1f}" for c in parts) + " ms"
+
+
+def checklist(summary: dict, packet: Packet) -> list[Branch]:
+    """The three debug branches, tail first. A branch is clear when its classes score below
+    the classifier's secondary threshold (model.runtime.bottleneck.SECONDARY_SHARE) in the p99
+    tail; the tail branch is clear when the SLA's p99 and p95 hold."""
+    from model.runtime.bottleneck import SECONDARY_SHARE
+
+    sla, lat = packet.inputs.sla, summary["latency_ms"]
+    attribution = summary["tail_attribution_ms"]
+    slowest, drops = attribution["slowest_1pct"], attribution["counterfactual"]
+    scores = summary["classification"]["scores_p99_tail"]
+    util = np.asarray(summary["core_utilization"])
+    hbm = summary.get("hbm_peak_demand_ratio")
+    p99_drop = drops["p99_drop_if_off_ms"]
+    memory_score = max(scores["memory bandwidth"], scores["SRAM spill"])
+    return [
+        Branch(
+            "Inspect the tail first",
+            summary["sla"]["p99_ok"] is not False and summary["sla"]["p95_ok"] is not False,
+            f"p99 {lat['p99']:,.1f} ms (SLA {sla.p99_ms:g}), p95 {lat['p95']:,.1f} ms "
+            f"(SLA {sla.p95_ms:g}); slowest 1%: {_top_parts(slowest)}",
+        ),
+        Branch(
+            "Check fairness across streams and cores",
+            scores["core imbalance"] < SECONDARY_SHARE,
+            f"Jain {summary['fairness_jain']:.3f}, utilization {util.min():.0%}-{util.max():.0%}; "
+            f"imbalance {slowest['imbalance']:,.1f} ms of the slowest 1%; p99 "
+            f"{0.0 - p99_drop['placement']:+,.1f} ms with pooled placement",
+        ),
+        Branch(
+            "Validate fusion against memory constraints",
+            memory_score < SECONDARY_SHARE,
+            (f"HBM peak demand {hbm:.2f}x bandwidth; " if hbm is not None else "")
+            + f"contention {slowest['contention']:,.1f} ms, spill {slowest['spill']:,.1f} ms of "
+            f"the slowest 1%; p99 {0.0 - p99_drop['contention']:+,.1f} ms without contention",
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class DriverBars:
+    """Tail-latency drivers as two bar series over the same parts.
+
+    Attributes:
+        parts: latency parts (queueing, batching, imbalance, fallback, ...).
+        slowest_1pct_ms: mean of each part over the slowest 1% of requests, ms.
+        p99_drop_ms: Shapley share of the p99 drop if the part's driver were off, ms (0 for
+            parts with no counterfactual).
+    """
+
+    parts: tuple[str, ...]
+    slowest_1pct_ms: np.ndarray
+    p99_drop_ms: np.ndarray
+
+
+def driver_bars(summary: dict) -> DriverBars:
+    """The tail-attribution bars of a run (composition and counterfactual, both ways)."""
+    from model.runtime.tail import COMPONENTS
+
+    attribution = summary["tail_attribution_ms"]
+    slowest = attribution["slowest_1pct"]
+    drop = {
+        DRIVER_PART[d]: v for d, v in attribution["counterfactual"]["p99_drop_if_off_ms"].items()
+    }
+    return DriverBars(
+        parts=tuple(COMPONENTS),
+        slowest_1pct_ms=np.array([slowest[c] for c in COMPONENTS], dtype=np.float64),
+        p99_drop_ms=np.array([drop.get(c, 0.0) for c in COMPONENTS], dtype=np.float64),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A configuration's headline against the baseline's (ms, per second; changes signed)."""
+
+    name: str
+    p99_ms: float
+    p95_ms: float
+    throughput_per_s: float
+    p99_change_ms: float
+    p95_change_ms: float
+    throughput_change_per_s: float
+    meets_sla: bool
+    primary: str
+
+
+def compare(run: LabRun, baseline: LabRun) -> Comparison:
+    """`run`'s p99, p95 and throughput and their changes against `baseline`."""
+    s, b = run.summary, baseline.summary
+    return Comparison(
+        name=run.name,
+        p99_ms=s["latency_ms"]["p99"],
+        p95_ms=s["latency_ms"]["p95"],
+        throughput_per_s=s["throughput_per_s"],
+        p99_change_ms=s["latency_ms"]["p99"] - b["latency_ms"]["p99"],
+        p95_change_ms=s["latency_ms"]["p95"] - b["latency_ms"]["p95"],
+        throughput_change_per_s=s["throughput_per_s"] - b["throughput_per_s"],
+        meets_sla=meets_sla(s),
+        primary=s["classification"]["primary"]["class"],
+    )
+
+
+def headline_line(comparison: Comparison) -> str:
+    """'p99 125.83 ms (-79.14) · p95 ... · 398.2/s (+1.1)' for status lines."""
+    c = comparison
+    return (
+        f"p99 {ms(c.p99_ms)} ({c.p99_change_ms:+,.2f}) · p95 {ms(c.p95_ms)} "
+        f"({c.p95_change_ms:+,.2f}) · {c.throughput_per_s:,.1f}/s "
+        f"({c.throughput_change_per_s:+,.1f})"
+    )

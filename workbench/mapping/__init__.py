@@ -1,0 +1,1 @@
+"""The Mapping step's compute (textual-free)."""

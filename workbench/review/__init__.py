@@ -1,0 +1,1 @@
+"""The review steps: where outputs stand, renderings, signing."""
