@@ -355,6 +355,9 @@ class Candidate(Strict):
     batch_policy: BatchPolicyPatch | None = None
     placement: choice(*PLACEMENTS) | None = None  # type: ignore[valid-type]
     service: Service | None = None  # type: ignore[valid-type]
+    provenance: SearchProvenance | None = Field(
+        default=None, description="How `workbench search` found it (absent for hand-made ones)."
+    )
 
 
 PRIMARY_METRICS = ("p99_ms", "p95_ms", "p50_ms", "mean_ms", "throughput_per_s")
@@ -415,6 +418,20 @@ class Alternative(Strict):
     knobs: list[Text] = Field(default_factory=list)
     tail: TailFigures
     reason: Text
+
+
+class SearchProvenance(Strict):
+    """Where a searched candidate came from: the objective, the trials and seed, the command
+    that reproduces it, and the best alternatives it beat (cited by `propose`)."""
+
+    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
+    trials: PosInt
+    seed: Seed
+    command: Text
+    rejected: list[Alternative] = Field(default_factory=list)
+
+
+Candidate.model_rebuild()
 
 
 class Mitigation(Strict):
