@@ -139,7 +139,11 @@ def config_of(base: Config, params: dict[str, Any]) -> Config:
     tree = base.model_dump(mode="python")
     for name, value in params.items():
         if name.startswith("tiles."):
-            tree["tiles"][name.removeprefix("tiles.")] = _tile_of(value)
+            op = name.removeprefix("tiles.")
+            if value == AUTO and base.tiles.get(op, AUTO) == AUTO:
+                tree["tiles"].pop(op, None)  # autotuned, as in the baseline: nothing to write
+            else:
+                tree["tiles"][op] = _tile_of(value)
         elif name == "compiled_shapes.seq_len":
             tree["compiled_shapes"]["seq_len"] = [int(v) for v in value.split(",")]
         elif "." in name:

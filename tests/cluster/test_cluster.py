@@ -17,8 +17,10 @@ import pytest
 from packets.examples import example_path
 from packets.load import load_packet
 from packets.review.matrix import MatrixSpec, run_matrix
+from packets.search import run_search
 from packets.sweeps import parse_axis, run_grid
 from packets.workunits import tables_built
+from tests.review.conftest import prepared_copy
 from workbench.cli import main
 
 distributed = pytest.importorskip("distributed")
@@ -91,3 +93,44 @@ def test_cli_sweep_on_the_scheduler_prints_the_local_rows_and_parquet(
     assert json.loads(captured.out) == local
     assert captured.err == ""  # not a terminal: no progress bar
     assert pl.read_parquet(out).to_dicts() == local
+
+
+def test_cluster_search_gives_the_local_trials_and_candidate(cluster: distributed.Client) -> None:
+    loaded = load_packet(DEFAULT)
+    local = run_search(loaded, 24, 7, "p99", requests=2000)
+    remote = run_search(loaded, 24, 7, "p99", cluster.get_executor(), parallelism=2, requests=2000)
+    assert [(t.params, t.row, t.refused) for t in remote.trials] == [
+        (t.params, t.row, t.refused) for t in local.trials
+    ]
+    assert remote.best is not None and remote.best.number == local.best.number
+    assert [t.number for t in remote.pareto] == [t.number for t in local.pareto]
+
+
+def test_cli_validates_several_packets_on_the_scheduler_one_line_each(
+    cluster: distributed.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = take_proposed(prepared_copy(tmp_path / "a"))
+    b = take_proposed(prepared_copy(tmp_path / "b"))
+    local = take_proposed(prepared_copy(tmp_path / "local"))
+    unproposed = prepared_copy(tmp_path / "c")
+    before = unproposed.read_bytes()
+    capsys.readouterr()
+    assert main(["validate", str(local), "--quick"]) == 0
+    argv = ["validate", str(a), str(unproposed), str(b), "--quick", "--scheduler",
+            cluster.scheduler.address]  # fmt: skip
+    assert main(argv) == 2  # the unproposed packet is a usage error; the others still run
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 3  # local run, then a and b
+    assert lines[1].startswith(f"{a}: 8 cells; candidate add-4096-bucket")
+    assert lines[2].startswith(f"{b}: 8 cells;")
+    assert captured.err.count("\n") == 1 and "no proposal yet" in captured.err
+    assert unproposed.read_bytes() == before
+    matrices = [load_packet(p).packet.outputs.validation_matrix for p in (local, a, b)]
+    assert matrices[0] == matrices[1] == matrices[2]
+
+
+def take_proposed(path: Path) -> Path:
+    assert main(["propose", str(path), "--candidate", "add-4096-bucket", "--rationale",
+                 "Compile the missing bucket."]) == 0  # fmt: skip
+    return path
