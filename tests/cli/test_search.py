@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from packets.candidates import resolve_config
 from packets.examples import example_bytes
 from packets.load import load_packet
 from packets.scenario import build_scenario
@@ -111,3 +112,11 @@ def test_search_space_choices_all_pass_the_model_checks_one_by_one(tmp_path: Pat
 def test_an_unknown_objective_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="objective must be one of"):
         run_search(load_packet(_copy(tmp_path)), 1, 0, "p50")
+
+
+def test_the_search_starts_from_the_baseline_and_the_packets_candidates(tmp_path: Path) -> None:
+    loaded = load_packet(_copy(tmp_path))
+    result = run_search(loaded, 8, 0, "p99", requests=1000)
+    assert result.trials[0].config == loaded.packet.baseline
+    assert result.trials[1].config == resolve_config(loaded.packet, "standard-fusion")
+    assert result.trials[2].config == resolve_config(loaded.packet, "aggressive-fusion")
