@@ -323,13 +323,15 @@ def run_search(
     baseline = build_scenario(loaded)
     base = loaded.packet.baseline
     sla = loaded.packet.inputs.sla
-    sampler = optuna.samplers.TPESampler(seed=seed)
+    sampler = optuna.samplers.TPESampler(seed=seed % 2**32)  # numpy's RandomState takes 32 bits
     study = optuna.create_study(
         direction="maximize" if maximize(objective) else "minimize", sampler=sampler
     )
     for params in starting_points(loaded, space):
         study.enqueue_trial(params)
     done: list[Trial] = []
+    if progress is not None:
+        progress(0, trials)
     for start in range(0, trials, ROUND):
         asked = []
         for _ in range(min(ROUND, trials - start)):

@@ -222,7 +222,8 @@ def run_points(
 
     Args:
         parallelism: worker threads behind the executor (sizes chunks; default CPU count).
-        progress: called with (points done, total) as chunks finish, in order.
+        progress: called with (0, total) at the start, then (points done, total) as chunks
+            finish, in order.
         cancelled: checked as chunks finish; when true, the rest is cancelled and Cancelled
             raised.
         chunk: points per chunk (default: chunk_size).
@@ -241,6 +242,8 @@ def run_points(
 def _collect(executor, chunks, total, progress, cancelled) -> list[dict]:
     futures: list[Future] = [executor.submit(run_chunk, c) for c in chunks]
     rows: list[dict] = []
+    if progress is not None:
+        progress(0, total)
     try:
         for future in futures:
             if cancelled is not None and cancelled():

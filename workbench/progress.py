@@ -7,12 +7,14 @@ JSON is all that remains.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 DELAY_S = 2.0
-"""Seconds before a bar appears: runs shorter than this stay silent."""
+"""Seconds before a bar appears: runs shorter than this stay silent
+(WORKBENCH_PROGRESS_DELAY_S overrides it; tests set 0)."""
 
 
 @contextmanager
@@ -24,11 +26,23 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
         return
     from tqdm import tqdm
 
-    bar = tqdm(
-        desc=what, unit="run", delay=DELAY_S, leave=False, file=sys.stderr, dynamic_ncols=True
-    )
+    delay = float(os.environ.get("WORKBENCH_PROGRESS_DELAY_S", DELAY_S))
+    bars: list[tqdm] = []
 
     def update(done: int, total: int) -> None:
+        if not bars:  # the first call says the total: the bar shows done / total from the start
+            bars.append(
+                tqdm(
+                    desc=what,
+                    total=total,
+                    unit="run",
+                    delay=delay,
+                    leave=False,
+                    file=sys.stderr,
+                    dynamic_ncols=True,
+                )
+            )
+        bar = bars[0]
         if bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
@@ -36,4 +50,5 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
     try:
         yield update
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
