@@ -64,7 +64,8 @@ def engine(option: str | None) -> Iterator[Engine]:
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(f"--scheduler {address}: cannot connect: {exc}") from None
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"--scheduler {address}: cannot connect: {reason}") from None
     try:
         threads = sum(client.nthreads().values())
         if threads == 0:

@@ -134,3 +134,19 @@ def take_proposed(path: Path) -> Path:
     assert main(["propose", str(path), "--candidate", "add-4096-bucket", "--rationale",
                  "Compile the missing bucket."]) == 0  # fmt: skip
     return path
+
+
+def test_an_unreachable_scheduler_is_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
+    out = tmp_path / "rows.parquet"
+    argv = ["sweep", str(MAPPING), "--set", "batch_policy.max_batch=1,4",
+            "--scheduler", "tcp://127.0.0.1:9", "--parquet", str(out)]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("workbench: --scheduler tcp://127.0.0.1:9: cannot connect")
+    assert err.count("\n") == 1 and not out.exists()
