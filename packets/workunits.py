@@ -4,8 +4,9 @@ Sweeps, the validation matrix and the search all run through `run_points`. A `Po
 one run needs and nothing more: the runtime configuration (seed included) and a `PlanSpec`, the
 arguments of the compile-plan model, not its arrays. The process that runs a chunk builds each
 distinct service table once and draws each distinct request stream from its seed once (caches
-per process, shared by its threads), so what crosses the wire to a Dask worker is a few hundred
-bytes per point (plus an arrival trace, for trace-driven packets), and what comes back is one
+per process, shared by its threads), so what crosses the wire to a Dask worker is 1-2 KB a point
+pickled (plus an arrival trace, for trace-driven packets; Dask pickles with cloudpickle, as the
+hardware envelope holds a read-only mapping), and what comes back is one
 row of headline figures. Rows come back in point order, identical to a run in one process:
 each depends only on its configuration, plan and seed.
 
@@ -43,10 +44,10 @@ CHUNK_TARGET_S = 1.0
 chunk of about a second keeps that overhead near 0.1% (NOTES.md: tasks under ~10 ms gain
 nothing from a cluster)."""
 
-SECONDS_PER_REQUEST = 4.5e-7
-"""Measured cost of one simulated request in a sweep point: 9.3 ms per 20,000-request point
-(the 4,096-point sweep of the default example, 38 s on 2 cores at 162% CPU; BENCHMARKS.md
-"Sweeps on a cluster"). Only sizes chunks; no result depends on it."""
+SECONDS_PER_REQUEST = 7.5e-7
+"""CPU cost of one simulated request in a sweep point: about 15 ms per 20,000-request point of
+the default example on this project's 2-core machines (BENCHMARKS.md "Sweeps on a cluster",
+CPU per point). Only sizes chunks; no result depends on it."""
 
 CHUNKS_PER_WORKER = 4
 """At least this many chunks per worker thread, so a slow worker does not hold up the tail
@@ -71,7 +72,7 @@ def _freeze(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class PlanSpec:
-    """The compile-plan model's inputs for one service table (hashable; a few hundred bytes).
+    """The compile-plan model's inputs for one service table (hashable; about 1 KB pickled).
 
     Attributes:
         block, hardware: what runs where.
