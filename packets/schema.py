@@ -73,6 +73,9 @@ MAX_DISPATCH_US = FIELD_DOCS["launch_overhead_us"][3]  # as the launch overhead:
 MAX_QUEUE_DELAY_MS = 60_000.0  # a batcher that holds a request a minute is no latency server
 MAX_LOAD_FACTOR = 100.0  # validation loads are multiples of the packet's rate
 MAX_WINDOW_S = 604_800.0  # rollback windows up to one week
+MAX_SEARCH_TRIALS = (
+    1_000_000  # `workbench search` trials: the largest design spaces are ~10^6 points
+)
 
 
 def envelope_number(name: str, integer_field: bool = False) -> Any:
@@ -400,6 +403,9 @@ class Candidate(Strict):
     batch_policy: BatchPolicyPatch | None = None
     placement: choice(*PLACEMENTS) | None = None  # type: ignore[valid-type]
     service: Service | None = None  # type: ignore[valid-type]
+    provenance: SearchProvenance | None = Field(
+        default=None, description="How `workbench search` found it (absent for hand-made ones)."
+    )
 
 
 PRIMARY_METRICS = ("p99_ms", "p95_ms", "p50_ms", "mean_ms", "throughput_per_s")
@@ -460,6 +466,20 @@ class Alternative(Strict):
     knobs: list[Text] = Field(default_factory=list)
     tail: TailFigures
     reason: Text
+
+
+class SearchProvenance(Strict):
+    """Where a searched candidate came from: the objective, the trials and seed, the command
+    that reproduces it, and the best alternatives it beat (cited by `propose`)."""
+
+    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
+    trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
+    seed: Seed
+    command: Text
+    rejected: list[Alternative] = Field(default_factory=list)
+
+
+Candidate.model_rebuild()
 
 
 class Mitigation(Strict):

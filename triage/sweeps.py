@@ -11,14 +11,14 @@ files, and every point is validated like a packet before anything runs.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 from pydantic import ValidationError
 
-from model.runtime.sweep import run_sweep
 from packets.candidates import resolve_config
 from packets.checks import config_problems
 from packets.dump import dump_packet
@@ -29,6 +29,7 @@ from packets.model_checks import config_model_problems
 from packets.schema import Config, Packet
 from packets.strict_yaml import LoadedYaml, load_yaml
 from triage.scenario import Scenario, build_scenario
+from triage.workunits import Point, plan_of, run_points
 
 PACKET_ROOTS = ("inputs", "seed", "owners", "title", "anchor_metric")
 
@@ -159,24 +160,29 @@ def scenarios(
     return out
 
 
-def _plan_key(s: Scenario) -> tuple:
-    return (s.block, s.hardware, repr(s.config.fusion), repr(sorted(s.config.tiles.items())),
-            tuple(s.config.compiled_shapes.seq_len), s.config.fallback,
-            tuple(sorted(s.runtime.workload.shapes.values)))  # fmt: skip
-
-
-def run_grid(loaded: LoadedPacket, candidate: str | None, axes: Sequence[Axis]) -> pl.DataFrame:
-    """Run every grid point and return one row per point: the `--set` values, then headline
-    figures (ms, per s, ratios). Service tables are built once per distinct compiled plan."""
+def grid_points(loaded: LoadedPacket, candidate: str | None, axes: Sequence[Axis]) -> list[Point]:
+    """The grid as work units, in grid order. Every point's plan spans batch sizes up to the
+    largest max_batch of the grid, so points that differ only in runtime knobs share a plan
+    (and a worker builds its table once)."""
     points = scenarios(loaded, candidate, axes)
     largest = max(s.config.batch_policy.max_batch for _, s in points)
-    tables: dict[tuple, Any] = {}
-    for _, scenario in points:
-        key = _plan_key(scenario)
-        if scenario.uses_model and key not in tables:
-            tables[key] = scenario.table_for(range(1, largest + 1))
-    return run_sweep(
-        [s.runtime for _, s in points],
-        [tables.get(_plan_key(s)) if s.uses_model else None for _, s in points],
-        [dict(labels) for labels, _ in points],
+    sizes = range(1, largest + 1)
+    return [Point(s.runtime, plan_of(s, sizes), tuple(labels.items())) for labels, s in points]
+
+
+def run_grid(
+    loaded: LoadedPacket,
+    candidate: str | None,
+    axes: Sequence[Axis],
+    executor: Executor | None = None,
+    *,
+    parallelism: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pl.DataFrame:
+    """Run every grid point and return one row per point: the `--set` values, then headline
+    figures (ms, per s, ratios). Runs on `executor` (default: a local thread pool) in chunks
+    (triage/workunits.py); rows are the same, in the same order, on any executor."""
+    rows = run_points(
+        grid_points(loaded, candidate, axes), executor, parallelism=parallelism, progress=progress
     )
+    return pl.DataFrame(rows, infer_schema_length=None)

@@ -17,6 +17,11 @@ def inputs_sha256(packet: Packet) -> str:
     """Fingerprint of everything the outputs are computed from (not owners, not outputs)."""
     data = packet.model_dump(mode="json")
     basis = {k: data[k] for k in ("topic", "seed", "inputs", "baseline", "candidates")}
+    for candidate in basis[
+        "candidates"
+    ]:  # absent provenance leaves older fingerprints as they were
+        if candidate.get("provenance") is None:
+            candidate.pop("provenance", None)
     text = json.dumps(basis, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from model.runtime.inputs import ShapeMix
-from model.runtime.sweep import run_sweep
 from packets.candidates import BASELINE, find_candidate
 from packets.schema import MatrixCell, MemoryCheck, NamedShapeMix, Packet, ValidationMatrix
 from triage.review.cells import judge_cell, keep_up_tolerance
 from triage.review.common import PRODUCTION, inputs_sha256
 from triage.scenario import Scenario, build_scenario
+from triage.workunits import Cancelled as Cancelled  # raised between chunks
+from triage.workunits import Point, plan_of, run_points
 
 if TYPE_CHECKING:
     from packets.load import LoadedPacket
@@ -35,10 +37,6 @@ DEFAULT_LOAD_FACTORS = (0.5, 1.0, 1.25)
 DEFAULT_SEEDS = 3
 QUICK = {"load_factors": (1.0, 1.25), "seeds": 1, "requests": 4000}
 STRESS = "long-tail"
-
-
-class Cancelled(Exception):
-    """The matrix run was cancelled between chunks."""
 
 
 @dataclass(frozen=True)
@@ -129,9 +127,12 @@ def run_matrix(
     *,
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    executor: Executor | None = None,
+    parallelism: int | None = None,
 ) -> ValidationMatrix:
     """Run the matrix for `candidate` (KeyError if unknown; Cancelled if `cancelled()` turns
-    true between chunks). `progress(done, total)` is called after each chunk of cells."""
+    true between chunks). `progress(done, total)` is called after each chunk of cells. Cells
+    run on `executor` (default: a local thread pool), the same cells on any executor."""
     packet = loaded.packet
     find_candidate(packet, candidate)
     scenarios = {BASELINE: build_scenario(loaded), candidate: build_scenario(loaded, candidate)}
@@ -145,20 +146,11 @@ def run_matrix(
         for seed in seeds
         for name in scenarios
     ]
-    tables = {name: s.service_table for name, s in scenarios.items()}
-    rows: list[dict] = []
-    chunk = 4  # cells per chunk: two scenario pairs; a chunk runs on every core at once
-    for start in range(0, len(plan), chunk):
-        if cancelled is not None and cancelled():
-            raise Cancelled(f"cancelled after {start} of {len(plan)} cells")
-        part = plan[start : start + chunk]
-        frame = run_sweep(
-            [_cell_config(scenarios[n], f, m, s, requests) for f, m, s, n in part],
-            [tables[n] for *_, n in part],
-        )
-        rows += frame.to_dicts()
-        if progress is not None:
-            progress(min(start + chunk, len(plan)), len(plan))
+    plans = {name: plan_of(s) for name, s in scenarios.items()}
+    work = [Point(_cell_config(scenarios[n], f, m, s, requests), plans[n]) for f, m, s, n in plan]
+    rows = run_points(
+        work, executor, parallelism=parallelism, progress=progress, cancelled=cancelled
+    )
     sla = packet.inputs.sla
     cvs = {name: arrival_cv(s) for name, s in scenarios.items()}
     cells = []

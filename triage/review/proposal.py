@@ -128,6 +128,12 @@ def propose(
         rejected.append(
             Alternative(candidate=alt.name, knobs=alt_knobs, tail=runs[alt.name], reason=reason)
         )
+    provenance = find_candidate(packet, candidate).provenance
+    if provenance is not None:  # a searched candidate cites the search's own alternatives
+        rejected += [
+            alt.model_copy(update={"candidate": f"{candidate}/{alt.candidate}"})
+            for alt in provenance.rejected
+        ]
     return Mitigation(
         inputs_sha256=inputs_sha256(packet),
         candidate=candidate,

@@ -7,8 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+import polars as pl
+
 from packets.errors import UsageError
 from packets.load import load_packet
+from workbench.core.cluster import add_scheduler_option, engine
 
 TABLE_COLUMNS = (
     "latency_p99_ms",
@@ -40,18 +43,47 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per point")
     out.add_argument("--csv", action="store_true", help="CSV with every column")
+    p.add_argument(
+        "--parquet", type=Path, metavar="OUT",
+        help="also write every column to a Parquet file (written whole, atomically)",
+    )  # fmt: skip
+    add_scheduler_option(p)
+    add_quiet_option(p)
     p.set_defaults(run=run)
+
+
+def add_quiet_option(p: argparse.ArgumentParser) -> None:
+    """`--quiet`: no progress bar on stderr."""
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    """The whole table as Parquet, replaced atomically (atomic_write: UsageError on failure)."""
+    import io
+
+    from packets.files import atomic_write
+
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    atomic_write(path, buffer.getvalue())
 
 
 def run(args: argparse.Namespace) -> int:
     from triage.sweeps import parse_axis, run_grid
+    from workbench.core.progress import progress_bar
 
     loaded = load_packet(args.packet)
     axes = [parse_axis(text) for text in args.sets]
-    try:
-        frame = run_grid(loaded, args.candidate, axes)
-    except KeyError as exc:
-        raise UsageError(str(exc.args[0])) from None
+    with engine(args.scheduler) as where, progress_bar("sweep", args.quiet) as progress:
+        try:
+            frame = run_grid(
+                loaded, args.candidate, axes, where.executor,
+                parallelism=where.parallelism, progress=progress,
+            )  # fmt: skip
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0])) from None
+    if args.parquet is not None:
+        write_parquet(frame, args.parquet)
     if args.csv:
         sys.stdout.write(frame.write_csv())
     elif args.json:

@@ -115,3 +115,19 @@ def load_chart(
         series=tuple(Series(label, curve.factors, curve.p99_ms) for label, curve in curves),
         hlines=(sla.p99_ms,),
     )
+
+
+def pareto_chart(front: Sequence, packet: Packet) -> ChartData:
+    """The search's Pareto front: p99 (ms) against throughput (1/s), one point per trial no
+    other trial beats on both (triage.search.SearchResult.pareto), SLA p99 as a line."""
+    rows = sorted((t.row["throughput_per_s"], t.row["latency_p99_ms"]) for t in front)
+    x = np.asarray([r[0] for r in rows], dtype=np.float64)
+    y = np.asarray([r[1] for r in rows], dtype=np.float64)
+    sla = packet.inputs.sla
+    return ChartData(
+        kind="lines",
+        title=f"Search: Pareto front, p99 ms against throughput /s (SLA p99 <= {sla.p99_ms:g})",
+        xlabel="throughput, 1/s",
+        series=(Series("Pareto front", x, y),),
+        hlines=(sla.p99_ms,),
+    )

@@ -43,8 +43,11 @@ VIEWS = (
     ("tune-load", "p99 vs load"),
     ("tune-hbm", "HBM"),
     ("tune-worksheet", "Worksheet"),
+    ("tune-pareto", "Pareto"),
     ("tune-candidates", "Candidates"),
 )
+SEARCH_TRIALS = 32
+"""Trials of the search f6 runs (the packet's seed, objective p99): seconds on 2 cores."""
 
 
 class TuneScreen(LabScreen):
@@ -55,6 +58,8 @@ class TuneScreen(LabScreen):
         Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True),
         Binding("f4", "save_candidate", "Save candidate", id="save-candidate", priority=True),
         Binding("f5", "reset", "Reset working", id="reset-working", priority=True),
+        Binding("f6", "search", "Search", id="run-search", priority=True),
+        Binding("f7", "pareto_next", "Use Pareto point", id="next-pareto-point", priority=True),
     ]
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -68,6 +73,9 @@ class TuneScreen(LabScreen):
         self.fields = {f.id: f for _, fields in self.sections for f in fields}
         self.shown_runs: tuple[LabRun, LabRun] | None = None
         """(working, baseline) runs on screen."""
+        self.pareto: tuple = ()
+        """The last search's Pareto front (triage.search.Trial), as shown."""
+        self.pareto_index: int | None = None
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -100,6 +108,15 @@ class TuneScreen(LabScreen):
                     "tune-worksheet",
                     "Worksheet",
                     VerticalScroll(Static(id="worksheet-table"), id="tune-worksheet"),
+                ),
+                (
+                    "tune-pareto",
+                    "Pareto",
+                    Vertical(
+                        Chart("f6 runs a guided search (workbench search)", id="pareto-chart"),
+                        VerticalScroll(Static(id="pareto-table"), id="pareto-scroll"),
+                        id="tune-pareto",
+                    ),
                 ),
                 (
                     "tune-candidates",
@@ -231,6 +248,52 @@ class TuneScreen(LabScreen):
         name_editor.problem = ""
         name_editor.set_text("")
         app.notify(f"Saved candidate '{name}' in the packet (ctrl+s writes the file)")
+
+    # --- search ----------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        """Run the guided search on the packet (off the UI thread) and show its Pareto front."""
+        from triage.search import run_search
+
+        working = self.workbench.working
+        loaded, seed = subject(working).loaded, working.packet.seed
+        self.deck.show_view("tune-pareto")
+        self.compute(
+            "tune-search", lambda: run_search(loaded, SEARCH_TRIALS, seed, "p99"),
+            self.show_search, label="search",
+        )  # fmt: skip
+
+    def show_search(self, result) -> None:  # type: ignore[no-untyped-def]
+        """Show the front: chart and numbered table."""
+        from workbench.lab.charts import pareto_chart
+        from workbench.widgets.charts import Chart
+
+        self.pareto = result.pareto
+        self.pareto_index = None
+        packet = self.workbench.working.packet
+        self.query_one("#pareto-chart", Chart).show(pareto_chart(self.pareto, packet))
+        self.show_pareto_table()
+
+    def show_pareto_table(self) -> None:
+        from .tune_views import pareto_view
+
+        table = pareto_view(self.pareto, self.workbench.working.packet.baseline, self.pareto_index)
+        self.query_one("#pareto-table", Static).update(table)
+
+    def action_pareto_next(self) -> None:
+        """Make the next point of the front the working configuration (f4 then saves it)."""
+        if not self.pareto:
+            self.workbench.notify("No Pareto front yet: f6 runs a search")
+            return
+        index = 0 if self.pareto_index is None else (self.pareto_index + 1) % len(self.pareto)
+        self.pareto_index = index
+        self.config = self.pareto[index].config
+        self.sync_editors()
+        self.show_pareto_table()
+        self.request_runs(debounce=False)
+        self.workbench.notify(
+            f"Working: Pareto point {index + 1} (trial {self.pareto[index].number}); f4 saves it"
+        )
 
     # --- runs ------------------------------------------------------------------------------
 

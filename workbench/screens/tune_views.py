@@ -101,3 +101,23 @@ def candidates_view(runs: Sequence[tuple[LabRun, str]], baseline: LabRun) -> Gro
         lines.append(line)
         lines.append(Text(f"    {c.primary} · {knobs or 'no knob changed'}", style="dim"))
     return Group(*lines)
+
+
+def pareto_view(front: Sequence, baseline_config, chosen: int | None) -> Table:
+    """The Pareto front as a table, numbered as f7 steps through it (the chosen row marked)."""
+    from triage.search import knob_texts
+
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
+    for name, justify in (("#", "right"), ("trial", "right"), ("p99 ms", "right"),
+                          ("p95 ms", "right"), ("/s", "right"), ("SLA", "left"),
+                          ("knobs", "left")):  # fmt: skip
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for i, t in enumerate(front):
+        r = t.row
+        table.add_row(
+            ("› " if i == chosen else "") + str(i + 1), str(t.number),
+            f"{r['latency_p99_ms']:,.2f}", f"{r['latency_p95_ms']:,.2f}",
+            f"{r['throughput_per_s']:,.1f}", "ok" if t.feasible else "miss",
+            ", ".join(knob_texts(baseline_config, t.config)) or "(baseline)",
+        )  # fmt: skip
+    return table

@@ -1,0 +1,152 @@
+"""Sweeps, the validation matrix and the search on a real Dask cluster give the local results.
+
+One LocalCluster with 2 worker processes serves every test of this module (started once,
+closed at the end): the same work runs on the local thread pool and on the cluster, and the
+rows (and the search's candidate) must be identical, in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from packets.examples import example_path
+from packets.load import load_packet
+from tests.review.conftest import prepared_copy
+from triage.review.matrix import MatrixSpec, run_matrix
+from triage.search import run_search
+from triage.sweeps import parse_axis, run_grid
+from triage.workunits import tables_built
+from workbench.cli import main
+
+distributed = pytest.importorskip("distributed")
+
+DEFAULT = example_path("fusion-tiling-llama-decode")
+MAPPING = example_path("mapping-dynamic-shapes")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[distributed.Client]:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as local,
+        distributed.Client(local, set_as_default=False) as client,
+    ):
+        yield client
+
+
+def _axes(*texts: str):
+    return [parse_axis(t) for t in texts]
+
+
+def test_cluster_sweep_gives_the_local_rows_in_order(cluster: distributed.Client) -> None:
+    loaded = load_packet(DEFAULT)
+    axes = _axes(
+        "inputs.workload.requests=3000",
+        "fusion=none,standard",
+        "batch_policy.max_batch=4,8",
+        "placement=round-robin,least-loaded,shape-affinity",
+    )
+    local = run_grid(loaded, None, axes)
+    remote = run_grid(loaded, None, axes, cluster.get_executor(), parallelism=2)
+    assert remote.height == 12
+    assert remote.equals(local)
+    assert remote["fusion"].to_list() == ["none"] * 6 + ["standard"] * 6
+    # Two distinct plans (fusion none / standard; batch and placement are runtime knobs): each
+    # worker built each table it needed once, not once per point.
+    built = cluster.run(tables_built)
+    assert len(built) == 2
+    assert all(1 <= n <= 2 for n in built.values())
+
+
+def test_cluster_matrix_gives_the_local_cells(cluster: distributed.Client) -> None:
+    loaded = load_packet(MAPPING)
+    candidate = loaded.packet.candidates[0].name
+    spec = MatrixSpec(load_factors=(1.0, 1.25), seeds=2, requests=3000)
+    seen: list[tuple[int, int]] = []
+    local = run_matrix(loaded, candidate, spec)
+    remote = run_matrix(
+        loaded, candidate, spec, executor=cluster.get_executor(), parallelism=2,
+        progress=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert remote == local
+    assert len(remote.cells) == 2 * 2 * 2 * 2
+    assert seen[-1] == (16, 16) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_cli_sweep_on_the_scheduler_prints_the_local_rows_and_parquet(
+    cluster: distributed.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["sweep", str(MAPPING), "--set", "batch_policy.max_batch=1,4",
+            "--set", "inputs.workload.requests=2000", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    local = json.loads(capsys.readouterr().out)
+    out = tmp_path / "rows.parquet"
+    address = cluster.scheduler.address
+    assert main([*argv, "--scheduler", address, "--parquet", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == local
+    assert captured.err == ""  # not a terminal: no progress bar
+    assert pl.read_parquet(out).to_dicts() == local
+
+
+def test_cluster_search_gives_the_local_trials_and_candidate(cluster: distributed.Client) -> None:
+    loaded = load_packet(DEFAULT)
+    local = run_search(loaded, 24, 7, "p99", requests=2000)
+    remote = run_search(loaded, 24, 7, "p99", cluster.get_executor(), parallelism=2, requests=2000)
+    assert [(t.params, t.row, t.refused) for t in remote.trials] == [
+        (t.params, t.row, t.refused) for t in local.trials
+    ]
+    assert remote.best is not None and remote.best.number == local.best.number
+    assert [t.number for t in remote.pareto] == [t.number for t in local.pareto]
+
+
+def test_cli_validates_several_packets_on_the_scheduler_one_line_each(
+    cluster: distributed.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = take_proposed(prepared_copy(tmp_path / "a"))
+    b = take_proposed(prepared_copy(tmp_path / "b"))
+    local = take_proposed(prepared_copy(tmp_path / "local"))
+    unproposed = prepared_copy(tmp_path / "c")
+    before = unproposed.read_bytes()
+    capsys.readouterr()
+    assert main(["validate", str(local), "--quick"]) == 0
+    argv = ["validate", str(a), str(unproposed), str(b), "--quick", "--scheduler",
+            cluster.scheduler.address]  # fmt: skip
+    assert main(argv) == 2  # the unproposed packet is a usage error; the others still run
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 3  # local run, then a and b
+    assert lines[1].startswith(f"{a}: 8 cells; candidate add-4096-bucket")
+    assert lines[2].startswith(f"{b}: 8 cells;")
+    assert captured.err.count("\n") == 1 and "no proposal yet" in captured.err
+    assert unproposed.read_bytes() == before
+    matrices = [load_packet(p).packet.outputs.validation_matrix for p in (local, a, b)]
+    assert matrices[0] == matrices[1] == matrices[2]
+
+
+def take_proposed(path: Path) -> Path:
+    assert main(["propose", str(path), "--candidate", "add-4096-bucket", "--rationale",
+                 "Compile the missing bucket."]) == 0  # fmt: skip
+    return path
+
+
+def test_an_unreachable_scheduler_is_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.core import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
+    out = tmp_path / "rows.parquet"
+    argv = ["sweep", str(MAPPING), "--set", "batch_policy.max_batch=1,4",
+            "--scheduler", "tcp://127.0.0.1:9", "--parquet", str(out)]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("workbench: --scheduler tcp://127.0.0.1:9: cannot connect")
+    assert err.count("\n") == 1 and not out.exists()
