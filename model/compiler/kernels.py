@@ -86,6 +86,31 @@ class PhaseCost:
         return PhaseCost(*(np.broadcast_to(getattr(self, n), shape)[rows, index] for n in names))
 
 
+PIPELINE_K = 128.0
+"""k elements a GEMM tile's multistage pipeline primes before its main loop runs at its steady
+rate: cuBLAS's Ampere tensor-op kernels stage 4 x 32 (`..._stages_32x4_...` kernel names; 32x3,
+32x5 and 64x3 variants exist) and CUTLASS's sm80 `MmaMultistage` prologue issues `kStages - 1`
+stages of k-tiles, masking off the loads past the end of the k loop
+(`iterator.clear_mask(gemm_k_iterations == 0)`). A k loop shorter than the pipeline primes
+only its own k elements, so its wave waits a shorter fill (`prologue_fill_s`)."""
+
+ROUND_TRIP_CYCLES = 0.5e-6 * 312e12 / (108 * 2048)
+"""One DRAM round trip in SM cycles, the part of a wave's fill every tile waits however short
+its k loop: ~0.5 us on A100 (pointer-chase microbenchmarks put A100/H100 DRAM latency at
+0.5-0.6 us; the fill's calibration lower bound), 705 cycles at the A100's 1.41 GHz."""
+
+
+def prologue_fill_s(hw: HardwareEnvelope, k_slice: np.ndarray) -> np.ndarray:
+    """Fill a wave of GEMM tiles waits, s, for a per-tile k loop of `k_slice` elements: one DRAM
+    round trip, plus the rest of the device's fill (`HardwareEnvelope.fill_s`) in proportion to
+    the pipeline stages the loop primes (min(k_slice, PIPELINE_K) / PIPELINE_K). A k loop of
+    PIPELINE_K or more waits the whole fill, as before."""
+    fill = hw.fill_s()
+    round_trip = min(fill, ROUND_TRIP_CYCLES / (hw.clock_ghz * 1e9 * hw.clock_scale))
+    primed = np.minimum(k_slice, PIPELINE_K) / PIPELINE_K
+    return round_trip + (fill - round_trip) * primed
+
+
 def _col(values) -> np.ndarray:
     """A (P, 1) float column from a scalar or (P,) array."""
     return np.asarray(values, dtype=np.float64).reshape(-1, 1)
@@ -99,6 +124,7 @@ def _waves(
     tile_in_bytes: np.ndarray,
     tile_out_bytes: np.ndarray,
     library: GemmLibrary | None = None,
+    fill_s=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Time (s) of `tiles` tiles run in waves over the core's units, and the memory-bound flag.
 
@@ -110,6 +136,8 @@ def _waves(
         persistent schedule fills its pipeline once per kernel instead of once per wave; with
         an overlapped epilogue a full wave lasts max(main loop, epilogue), the last wave's
         epilogue still follows its main loop.
+    fill_s: the fill each wave waits, s, scalar or broadcastable to `tiles` (None: the device's
+        `fill_s()`; GEMMs pass `prologue_fill_s`, shorter for a k loop shorter than the pipeline).
     """
     units = hw.units_per_core
     core_bps, port_bps = hw.core_hbm_bps(), hw.unit_feed_bps()
@@ -118,7 +146,7 @@ def _waves(
     full_share = min(core_bps / units, port_bps)
     last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
     # Every wave waits one fill latency for its first operands (once, when persistent).
-    fill = hw.fill_s()
+    fill = hw.fill_s() if fill_s is None else fill_s
     fills = 1.0 if library is not None and library.schedule == "persistent" else waves
     main = np.maximum(compute_s, tile_in_bytes / full_share)
     if library is not None and library.epilogue_overlap:
@@ -145,6 +173,7 @@ def _split_waves(
     tile_reads: np.ndarray | None = None,
     full_tiles: np.ndarray | None = None,
     library: GemmLibrary | None = None,
+    fill_s=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Waves of tiles plus, when the reduction is split, the serialized merge pass.
 
@@ -158,12 +187,14 @@ def _split_waves(
     per = tiles if full_tiles is None else full_tiles
     if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
         time, memory_bound = _waves(
-            hw, tiles, compute_s, arithmetic_s, per_read, out / per, library
+            hw, tiles, compute_s, arithmetic_s, per_read, out / per, library, fill_s
         )
         return time, memory_bound, out + 0.0 * time
     partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
     tile_writes = np.where(split > 1, partials, out) / per
-    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes, library)
+    time, memory_bound = _waves(
+        hw, tiles, compute_s, arithmetic_s, per_read, tile_writes, library, fill_s
+    )
     merge_s = np.where(split > 1, hw.fill_s() + (partials + out) / hw.core_hbm_bps(), 0.0)
     return time + merge_s, memory_bound, out + 2.0 * partials
 
@@ -265,7 +296,7 @@ def gemm_phase(
     reads = a_read + b_read + spill
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
-        full_tiles, library,
+        full_tiles, library, prologue_fill_s(hw, k_slice),
     )  # fmt: skip
     time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(
