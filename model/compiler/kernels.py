@@ -296,7 +296,7 @@ def gemm_phase(
     reads = a_read + b_read + spill
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
-        full_tiles, library, prologue_fill_s(hw, k_slice),
+        full_tiles, library, prologue_fill_s(hw, K if np.all(split == 1) else k_slice),
     )  # fmt: skip
     time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(

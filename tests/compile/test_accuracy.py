@@ -23,10 +23,25 @@ def reports() -> dict[str, dict]:
 def test_gemm_rows_meet_the_target_and_beat_the_naive_roofline(reports) -> None:
     gemm = reports["gemm"]
     assert gemm["rows"] == 9240 and gemm["implausible_rows"] == 0
-    assert gemm["mdape"] <= 0.08  # issue 11: no regression from 7.8%
+    assert gemm["mdape"] <= 0.075  # issue 11: 7.8% before the prologue fill, 7.4% with it
     assert gemm["naive_roofline"]["mdape"] == pytest.approx(0.52, abs=0.01)  # the README's 52%
     assert gemm["mdape"] < gemm["naive_roofline"]["mdape"] / 4
     assert 0.9 < gemm["median_ratio"] < 1.1
+
+
+def test_fixed_cost_gemms_are_no_longer_predicted_too_slow() -> None:
+    """Kernels under 5 us are mostly fixed cost; with a full fill for every k loop the model
+    predicted them 18% slow (median measured / predicted 0.82, MdAPE 22%). A k loop shorter
+    than the pipeline primes fewer stages (kernels.prologue_fill_s)."""
+    gemm = load_measured("gemm")
+    measured = gemm["latency_us"].to_numpy()
+    ratio = measured / predict_kernels(gemm, A100)
+    small, short_k = measured < 5.0, gemm["k"].to_numpy() <= 512
+    assert small.sum() > 800 and short_k.sum() > 2000
+    assert 0.95 <= np.median(ratio[small]) <= 1.05
+    assert np.median(np.abs(1 / ratio[small] - 1)) <= 0.10
+    assert 0.97 <= np.median(ratio[short_k]) <= 1.03
+    assert 0.97 <= np.median(ratio[~short_k]) <= 1.03
 
 
 def test_layer_ops_meet_the_target(reports) -> None:

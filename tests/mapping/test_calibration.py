@@ -219,16 +219,16 @@ def test_the_floor_never_drops_below_what_the_fastest_kernel_allows() -> None:
 
 @pytest.mark.parametrize("split", REGIME_SPLITS, ids=lambda s: s.name)
 def test_leave_one_regime_out_on_the_a100_gemm_table(split) -> None:
-    """Fitted on one regime, the parameters predict the other within 12% MdAPE, or the fit
-    says it is not to be trusted (a parameter on its bound); they stay inside their bounds."""
+    """Fitted on one regime, the parameters predict the other within 12% MdAPE (issue 11's
+    target, every direction: long k -> short k missed it at 12.05% before the prologue fill);
+    they stay inside their bounds."""
     report = leave_one_regime_out(load_measured("gemm"), A100, split)
     assert len(report["directions"]) == 2
     trusted = 0
     for direction, result in report["directions"].items():
         assert result["rows_train"] > 1000 and result["rows_test"] > 1000, direction
-        if not result["suspect"]:
-            assert result["test_mdape"] <= 0.12, direction
-            trusted += 1
+        assert result["test_mdape"] <= 0.12, direction
+        trusted += not result["suspect"]
         for name, value in result["fitted"].items():
             bound = next((b for b in BOUNDS if b.field == name), None)
             if bound is not None:
