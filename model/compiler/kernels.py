@@ -8,8 +8,9 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   dimension up to a tile multiple executes wasted FLOPs.
 * Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
   operand traffic at this unit's share of bandwidth); each wave first waits a fill (a cycle
-  count, `HardwareEnvelope.fill_s`); the epilogue (writing the output tile) follows the main
-  loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
+  count, `HardwareEnvelope.fill_s`; a GEMM whose k loop is shorter than the pipeline primes
+  fewer stages and waits one round trip plus that share of it, `prologue_fill_s`); the
+  epilogue (writing the output tile) follows the main loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
   overlaps epilogues (`library.GemmLibrary`); with cluster multicast the tiles of a cluster
   share their B-panel loads.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
