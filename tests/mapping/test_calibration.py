@@ -362,6 +362,7 @@ def test_calibrate_writes_bands_that_compare_uses_for_that_file(
     calibrated = json.loads(capsys.readouterr().out)
     beside = bands_path(target)
     assert beside == tmp_path / "cal.yaml.bands.json" and beside.is_file()
+    assert calibrated["bands_written"] == str(beside)
     written = json.loads(beside.read_text())
     assert written["cells"] == calibrated["bands"]["cells"]
 

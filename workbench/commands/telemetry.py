@@ -117,10 +117,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
     summary["excluded_on_read"] = telemetry.report.counts
     summary["source"] = result.envelope.source
     summary["written"] = None if args.output is None else str(args.output)
+    summary["bands_written"] = (
+        str(bands_path(args.output))
+        if args.output is not None and result.bands is not None
+        else None
+    )
     if args.json:
         print(json.dumps(summary, indent=2, allow_nan=False))
         return 0
     print(calibration_markdown(summary, summary["written"]), end="")
+    if summary["bands_written"]:
+        print(
+            f"Error bands in {summary['bands_written']}: compare --hardware {args.output} uses them."
+        )
     for line in [*telemetry.report.lines(), *telemetry.warnings]:
         print(f"note: {line}")
     return 0
