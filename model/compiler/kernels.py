@@ -381,6 +381,7 @@ def attention_phase(
     precision: type = np.float64,
     packed_wave_cycles: float = 0.0,
     packed_fixed_cycles: float = 0.0,
+    per_head_fixed_cycles: float = 0.0,
 ) -> PhaseCost:
     """Cost of flash attention for each point and candidate tile [q, kv, split].
 
@@ -396,6 +397,8 @@ def attention_phase(
     pack_query_heads: a bool or a (P, 1) bool array (the kernel a library picks per point).
     packed_wave_cycles / packed_fixed_cycles: extra cycles a packed grouped-query kernel pays
         per wave and per op (library.DecodeAttentionKernel; 0 for compiler-generated kernels).
+    per_head_fixed_cycles: extra cycles per op of a decode point the per-(request, head)
+        kernel runs (library.MHA_FIXED_CYCLES for TensorRT-LLM's masked MHA; 0 otherwise).
     """
     b = hw.dtype_bytes(dtype)
     g = hw.tile_granule
@@ -429,11 +432,14 @@ def attention_phase(
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, B * Q * heads * head_dim
     )
+    cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
+    grouped = packed & (group > 1)
     if packed_wave_cycles or packed_fixed_cycles:  # the packed kernel's own fixed work
-        cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
         waves = np.ceil(tiles / hw.units_per_core)
         extra = (packed_wave_cycles * waves + packed_fixed_cycles) * cycle_s
-        time = time + np.where(packed & (group > 1), extra, 0.0)
+        time = time + np.where(grouped, extra, 0.0)
+    if per_head_fixed_cycles and not causal:  # the per-head decode kernel's own fixed work
+        time = time + np.where(grouped, 0.0, per_head_fixed_cycles * cycle_s)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,
