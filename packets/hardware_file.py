@@ -4,10 +4,18 @@ A hardware file (`format: handoff-hardware/1`) names a `preset` to start from (o
 overrides any envelope field; without a preset it must give the required fields and the rest
 are derived (model/compiler/hardware.py `HardwareEnvelope.from_fields`). `workbench telemetry
 calibrate` writes these files; a packet references one with `inputs.hardware.file`.
+
+Beside a calibrated file `X.yaml`, `calibrate -o` writes its error bands to `X.yaml.bands.json`
+(`bands_path`): the 10-90% bands of the calibration's training residuals with the SHA-256 of the
+hardware file they belong to, so `telemetry compare --hardware X.yaml` uses them without
+`--bands`, and a hardware file edited since is not given bands fitted to other figures
+(`bands_beside`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -16,16 +24,20 @@ from typing import Any
 from pydantic import Field, ValidationError, create_model
 
 from model.compiler.hardware import HardwareEnvelope, preset
+from model.compiler.regimes import ErrorBands, parse_bands
 
 from .dump import dump_yaml
 from .errors import PacketError, Problem, UsageError
 from .fields import Text, choice
-from .files import HARDWARE, read_file_bytes, sanitized_token
+from .files import HARDWARE, FileKind, read_file_bytes, sanitized_token
 from .messages import problems_from_validation
 from .schema import ENVELOPE_FIELDS, Strict, envelope_overrides
 from .strict_yaml import LoadedYaml, load_yaml
 
 HARDWARE_FORMAT = "handoff-hardware/1"
+
+BANDS_SUFFIX = ".bands.json"
+BANDS = FileKind("error-bands file", HARDWARE.cap_bytes)  # ~40 cells of five numbers: ~5 KiB
 
 HardwareFile = create_model(
     "HardwareFile",
@@ -132,3 +144,38 @@ def dump_hardware(envelope: HardwareEnvelope, base: str | None = None) -> bytes:
             continue
         data[name] = dict(sorted(value.items())) if name == "peak_tflops" else value
     return dump_yaml(data)
+
+
+def bands_path(hardware_path: Path) -> Path:
+    """Where the error bands of the hardware file `hardware_path` live: `NAME.bands.json`."""
+    return hardware_path.with_name(hardware_path.name + BANDS_SUFFIX)
+
+
+def dump_bands(bands: ErrorBands, hardware_bytes: bytes) -> bytes:
+    """The bands file for the hardware file `hardware_bytes`: the bands (`ErrorBands.as_dict`)
+    and `hardware_sha256`, the digest of the file they were calibrated with."""
+    data = {**bands.as_dict(), "hardware_sha256": hashlib.sha256(hardware_bytes).hexdigest()}
+    return (json.dumps(data, indent=2, allow_nan=False) + "\n").encode()
+
+
+def bands_beside(hardware_path: Path) -> tuple[ErrorBands | None, str | None]:
+    """The bands written beside a hardware file by `calibrate -o`: (bands, None); (None, None)
+    when there are none; (None, why) when the bands file is unusable or belongs to another
+    version of the hardware file (a one-line reason naming the bands file, for a note)."""
+    target = bands_path(hardware_path)
+    if not target.is_file():
+        return None, None
+    try:
+        raw = read_file_bytes(target, BANDS)
+        data = json.loads(raw)
+        bands = parse_bands(data)
+    except (UsageError, ValueError, UnicodeDecodeError) as exc:
+        reason = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return None, f"{target}: {reason}; using the shipped A100 bands"
+    digest = hashlib.sha256(read_file_bytes(hardware_path, HARDWARE)).hexdigest()
+    if data.get("hardware_sha256") != digest:
+        return None, (
+            f"{target}: calibrated with another version of {hardware_path.name} (its digest "
+            "differs); using the shipped A100 bands"
+        )
+    return bands, None

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from model.compiler.hardware import FIELD_DOCS
+from model.compiler.hardware import ARCHITECTURES, FIELD_DOCS
 from model.compiler.library import LIBRARIES
 
 from .fields import (
@@ -231,6 +231,13 @@ ENVELOPE_FIELDS: dict[str, Any] = {
     "fill_latency_us": (envelope_number("fill_latency_us") | None, None),
     "cache_efficiency": (envelope_number("cache_efficiency") | None, None),
     "gemm_library": (Literal[tuple(LIBRARIES)] | None, None),  # type: ignore[valid-type]
+    # The mechanism fields of issue 11 (spec-sheet figures a hardware file may restate).
+    "matrix_flops_per_clock": (envelope_number("matrix_flops_per_clock") | None, None),
+    "sustained_clock_ratio": (envelope_number("sustained_clock_ratio") | None, None),
+    "cluster_size": (envelope_number("cluster_size", True) | None, None),
+    "tf32_tflops": (envelope_number("tf32_tflops") | None, None),
+    "architecture": (Literal[ARCHITECTURES] | None, None),  # type: ignore[valid-type]
+    "allow_tf32": (Bool | None, None),
 }
 
 Hardware = create_model(

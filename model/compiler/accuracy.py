@@ -32,7 +32,12 @@ import polars as pl
 from model.compiler.autotune import best_attention, best_gemm
 from model.compiler.hardware import DTYPE_BYTES, HardwareEnvelope
 from model.compiler.kernels import elementwise_phase
-from model.compiler.library import XQA_FIXED_CYCLES, XQA_WAVE_CYCLES, trtllm_packs_query_heads
+from model.compiler.library import (
+    MHA_FIXED_CYCLES,
+    XQA_FIXED_CYCLES,
+    XQA_WAVE_CYCLES,
+    trtllm_packs_query_heads,
+)
 from model.compiler.regimes import ErrorBands, band_key, shipped_bands
 
 OPS = ("gemm", "attention_prefill", "attention_decode", "elementwise")
@@ -164,6 +169,7 @@ def _predict_attention(frame: pl.DataFrame, hw: HardwareEnvelope, causal: bool) 
             hw, dtype, batch, q_len, kv_len, heads, kv_heads, head_dim, causal,
             pack_query_heads=np.reshape(packed, (-1, 1)),
             packed_wave_cycles=XQA_WAVE_CYCLES, packed_fixed_cycles=XQA_FIXED_CYCLES,
+            per_head_fixed_cycles=MHA_FIXED_CYCLES,
         )  # fmt: skip
         # The preprocessing kernel reads q, k, v of the new tokens and writes them back (RoPE
         # applied, keys and values appended to the cache): one streaming pass.

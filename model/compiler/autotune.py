@@ -74,6 +74,7 @@ def best_attention(
     pack_query_heads=True,
     packed_wave_cycles: float = 0.0,
     packed_fixed_cycles: float = 0.0,
+    per_head_fixed_cycles: float = 0.0,
 ) -> tuple[PhaseCost, np.ndarray]:
     """The fastest candidate attention tile at each point: ((P,) cost, (P, 3) [q, kv, split]).
 
@@ -88,6 +89,7 @@ def best_attention(
     kwargs = {
         "q_in_hbm": q_in_hbm, "o_to_hbm": o_to_hbm, "pack_query_heads": pack_query_heads,
         "packed_wave_cycles": packed_wave_cycles, "packed_fixed_cycles": packed_fixed_cycles,
+        "per_head_fixed_cycles": per_head_fixed_cycles,
     }  # fmt: skip
     times = attention_phase(hw, dtype, *shape, candidates, **kwargs).time_us
     chosen = candidates[np.argmin(times, axis=1)]

@@ -8,8 +8,9 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   dimension up to a tile multiple executes wasted FLOPs.
 * Per tile, per wave: the main loop takes max(compute, operand feed from the shared cache, HBM
   operand traffic at this unit's share of bandwidth); each wave first waits a fill (a cycle
-  count, `HardwareEnvelope.fill_s`); the epilogue (writing the output tile) follows the main
-  loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
+  count, `HardwareEnvelope.fill_s`; a GEMM whose k loop is shorter than the pipeline primes
+  fewer stages and waits one round trip plus that share of it, `prologue_fill_s`); the
+  epilogue (writing the output tile) follows the main loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
   overlaps epilogues (`library.GemmLibrary`); with cluster multicast the tiles of a cluster
   share their B-panel loads.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
@@ -86,6 +87,31 @@ class PhaseCost:
         return PhaseCost(*(np.broadcast_to(getattr(self, n), shape)[rows, index] for n in names))
 
 
+PIPELINE_K = 128.0
+"""k elements a GEMM tile's multistage pipeline primes before its main loop runs at its steady
+rate: cuBLAS's Ampere tensor-op kernels stage 4 x 32 (`..._stages_32x4_...` kernel names; 32x3,
+32x5 and 64x3 variants exist) and CUTLASS's sm80 `MmaMultistage` prologue issues `kStages - 1`
+stages of k-tiles, masking off the loads past the end of the k loop
+(`iterator.clear_mask(gemm_k_iterations == 0)`). A k loop shorter than the pipeline primes
+only its own k elements, so its wave waits a shorter fill (`prologue_fill_s`)."""
+
+ROUND_TRIP_CYCLES = 0.5e-6 * 312e12 / (108 * 2048)
+"""One DRAM round trip in SM cycles, the part of a wave's fill every tile waits however short
+its k loop: ~0.5 us on A100 (pointer-chase microbenchmarks put A100/H100 DRAM latency at
+0.5-0.6 us; the fill's calibration lower bound), 705 cycles at the A100's 1.41 GHz."""
+
+
+def prologue_fill_s(hw: HardwareEnvelope, k_slice: np.ndarray) -> np.ndarray:
+    """Fill a wave of GEMM tiles waits, s, for a per-tile k loop of `k_slice` elements: one DRAM
+    round trip, plus the rest of the device's fill (`HardwareEnvelope.fill_s`) in proportion to
+    the pipeline stages the loop primes (min(k_slice, PIPELINE_K) / PIPELINE_K). A k loop of
+    PIPELINE_K or more waits the whole fill, as before."""
+    fill = hw.fill_s()
+    round_trip = min(fill, ROUND_TRIP_CYCLES / (hw.clock_ghz * 1e9 * hw.clock_scale))
+    primed = np.minimum(k_slice, PIPELINE_K) / PIPELINE_K
+    return round_trip + (fill - round_trip) * primed
+
+
 def _col(values) -> np.ndarray:
     """A (P, 1) float column from a scalar or (P,) array."""
     return np.asarray(values, dtype=np.float64).reshape(-1, 1)
@@ -99,6 +125,7 @@ def _waves(
     tile_in_bytes: np.ndarray,
     tile_out_bytes: np.ndarray,
     library: GemmLibrary | None = None,
+    fill_s=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Time (s) of `tiles` tiles run in waves over the core's units, and the memory-bound flag.
 
@@ -110,6 +137,8 @@ def _waves(
         persistent schedule fills its pipeline once per kernel instead of once per wave; with
         an overlapped epilogue a full wave lasts max(main loop, epilogue), the last wave's
         epilogue still follows its main loop.
+    fill_s: the fill each wave waits, s, scalar or broadcastable to `tiles` (None: the device's
+        `fill_s()`; GEMMs pass `prologue_fill_s`, shorter for a k loop shorter than the pipeline).
     """
     units = hw.units_per_core
     core_bps, port_bps = hw.core_hbm_bps(), hw.unit_feed_bps()
@@ -118,7 +147,7 @@ def _waves(
     full_share = min(core_bps / units, port_bps)
     last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
     # Every wave waits one fill latency for its first operands (once, when persistent).
-    fill = hw.fill_s()
+    fill = hw.fill_s() if fill_s is None else fill_s
     fills = 1.0 if library is not None and library.schedule == "persistent" else waves
     main = np.maximum(compute_s, tile_in_bytes / full_share)
     if library is not None and library.epilogue_overlap:
@@ -145,6 +174,7 @@ def _split_waves(
     tile_reads: np.ndarray | None = None,
     full_tiles: np.ndarray | None = None,
     library: GemmLibrary | None = None,
+    fill_s=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Waves of tiles plus, when the reduction is split, the serialized merge pass.
 
@@ -158,12 +188,14 @@ def _split_waves(
     per = tiles if full_tiles is None else full_tiles
     if np.all(split == 1):  # nothing to merge (the common case: skip the bookkeeping)
         time, memory_bound = _waves(
-            hw, tiles, compute_s, arithmetic_s, per_read, out / per, library
+            hw, tiles, compute_s, arithmetic_s, per_read, out / per, library, fill_s
         )
         return time, memory_bound, out + 0.0 * time
     partials = np.where(split > 1, split * out_elements * PARTIAL_BYTES, 0.0)
     tile_writes = np.where(split > 1, partials, out) / per
-    time, memory_bound = _waves(hw, tiles, compute_s, arithmetic_s, per_read, tile_writes, library)
+    time, memory_bound = _waves(
+        hw, tiles, compute_s, arithmetic_s, per_read, tile_writes, library, fill_s
+    )
     merge_s = np.where(split > 1, hw.fill_s() + (partials + out) / hw.core_hbm_bps(), 0.0)
     return time + merge_s, memory_bound, out + 2.0 * partials
 
@@ -265,7 +297,7 @@ def gemm_phase(
     reads = a_read + b_read + spill
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
-        full_tiles, library,
+        full_tiles, library, prologue_fill_s(hw, K if np.all(split == 1) else k_slice),
     )  # fmt: skip
     time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(
@@ -349,6 +381,7 @@ def attention_phase(
     precision: type = np.float64,
     packed_wave_cycles: float = 0.0,
     packed_fixed_cycles: float = 0.0,
+    per_head_fixed_cycles: float = 0.0,
 ) -> PhaseCost:
     """Cost of flash attention for each point and candidate tile [q, kv, split].
 
@@ -364,6 +397,8 @@ def attention_phase(
     pack_query_heads: a bool or a (P, 1) bool array (the kernel a library picks per point).
     packed_wave_cycles / packed_fixed_cycles: extra cycles a packed grouped-query kernel pays
         per wave and per op (library.DecodeAttentionKernel; 0 for compiler-generated kernels).
+    per_head_fixed_cycles: extra cycles per op of a decode point the per-(request, head)
+        kernel runs (library.MHA_FIXED_CYCLES for TensorRT-LLM's masked MHA; 0 otherwise).
     """
     b = hw.dtype_bytes(dtype)
     g = hw.tile_granule
@@ -397,11 +432,14 @@ def attention_phase(
     time, memory_bound, writes = _split_waves(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, B * Q * heads * head_dim
     )
+    cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
+    grouped = packed & (group > 1)
     if packed_wave_cycles or packed_fixed_cycles:  # the packed kernel's own fixed work
-        cycle_s = 1.0 / (hw.clock_ghz * 1e9 * hw.clock_scale)
         waves = np.ceil(tiles / hw.units_per_core)
         extra = (packed_wave_cycles * waves + packed_fixed_cycles) * cycle_s
-        time = time + np.where(packed & (group > 1), extra, 0.0)
+        time = time + np.where(grouped, extra, 0.0)
+    if per_head_fixed_cycles and not causal:  # the per-head decode kernel's own fixed work
+        time = time + np.where(grouped, 0.0, per_head_fixed_cycles * cycle_s)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_bound,

@@ -172,3 +172,13 @@ max/sum/output to global memory and takes a semaphore so the last CTA of a KV he
 XQA_FIXED_CYCLES = 4.0e-6 * 1.4106e9
 """Per-op fixed cycles of XQA beyond the device floor (clearing the multi-block semaphores and
 scratch before the CTAs run). Fitted with XQA_WAVE_CYCLES (4 us at 1.41 GHz)."""
+
+MHA_FIXED_CYCLES = 5.0e-6 * 1.4106e9
+"""Per-op fixed cycles of the per-(request, head) decode kernel TensorRT-LLM keeps where XQA
+does not apply (masked multi-head attention) beyond the device floor. Its parts are not
+isolated in the data (candidates of the same kind as XQA's fixed work: setting up and merging
+per-block partials through global scratch in multi-block mode); without it the smallest
+per-head rows (batch 1) were measured 1.77x their prediction. Fitted on the A100 per-head decode rows (head groups 1-4 and above
+32, or too few CTAs for XQA) on XQA's coarse 1 us grid: 5 us at 1.41 GHz (decode MdAPE 22.9% at
+0, 20.7% at 2, 15.8% at 4, 15.2% at 5, 14.5% at 6 us, where attention as a whole is best at 5:
+8.9%; model/compiler/README.md "Fitted parameters")."""

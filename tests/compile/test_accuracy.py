@@ -8,6 +8,8 @@ import pytest
 
 from model.compiler.accuracy import accuracy_report, predict_kernels, report_markdown
 from model.compiler.hardware import preset
+from model.compiler.kernels import attention_phase
+from model.compiler.library import MHA_FIXED_CYCLES, trtllm_packs_query_heads
 from model.compiler.measured import load_measured
 from model.compiler.regimes import ErrorBands
 
@@ -23,10 +25,25 @@ def reports() -> dict[str, dict]:
 def test_gemm_rows_meet_the_target_and_beat_the_naive_roofline(reports) -> None:
     gemm = reports["gemm"]
     assert gemm["rows"] == 9240 and gemm["implausible_rows"] == 0
-    assert gemm["mdape"] <= 0.08  # issue 11: no regression from 7.8%
+    assert gemm["mdape"] <= 0.075  # issue 11: 7.8% before the prologue fill, 7.4% with it
     assert gemm["naive_roofline"]["mdape"] == pytest.approx(0.52, abs=0.01)  # the README's 52%
     assert gemm["mdape"] < gemm["naive_roofline"]["mdape"] / 4
     assert 0.9 < gemm["median_ratio"] < 1.1
+
+
+def test_fixed_cost_gemms_are_no_longer_predicted_too_slow() -> None:
+    """Kernels under 5 us are mostly fixed cost; with a full fill for every k loop the model
+    predicted them 18% slow (median measured / predicted 0.82, MdAPE 22%). A k loop shorter
+    than the pipeline primes fewer stages (kernels.prologue_fill_s)."""
+    gemm = load_measured("gemm")
+    measured = gemm["latency_us"].to_numpy()
+    ratio = measured / predict_kernels(gemm, A100)
+    small, short_k = measured < 5.0, gemm["k"].to_numpy() <= 512
+    assert small.sum() > 800 and short_k.sum() > 2000
+    assert 0.95 <= np.median(ratio[small]) <= 1.05
+    assert np.median(np.abs(1 / ratio[small] - 1)) <= 0.10
+    assert 0.97 <= np.median(ratio[short_k]) <= 1.03
+    assert 0.97 <= np.median(ratio[~short_k]) <= 1.03
 
 
 def test_layer_ops_meet_the_target(reports) -> None:
@@ -41,14 +58,43 @@ def test_layer_ops_meet_the_target(reports) -> None:
 
 def test_attention_meets_the_target_and_flags_the_suspect_decode_rows(reports) -> None:
     attention = reports["attention"]
-    assert attention["mdape"] <= 0.15
-    assert attention["by_op"]["attention_prefill"]["mdape"] <= 0.12
+    assert attention["mdape"] <= 0.10  # 11.2% before the per-head kernel's fixed cost
+    assert attention["by_op"]["attention_prefill"]["mdape"] <= 0.06
     # decode: the library's kernel choice (packed XQA vs per-head MHA) per head group
-    assert attention["by_op"]["attention_decode"]["mdape"] <= 0.25
+    assert attention["by_op"]["attention_decode"]["mdape"] <= 0.16  # 22.9% before MHA's fixed cost
     # the README: about 7% of decode rows imply more than peak HBM bandwidth
     decode_rows = 5026
     assert 0.05 * decode_rows < attention["implausible_rows"] < 0.09 * decode_rows
     assert attention["rows"] + attention["implausible_rows"] == 9890
+
+
+def test_the_per_head_decode_kernel_pays_its_fixed_cost_in_cycles() -> None:
+    """Small per-head decode kernels (batch 1) were measured 1.77x their prediction; the
+    masked-MHA kernel's fixed cycles apply to per-head decode points only, scale with the
+    clock, and never to the packed kernel, prefill or the block model (no cycles passed)."""
+    decode = load_measured("attention").filter(pl.col("op") == "attention_decode")
+    ratio = decode["latency_us"].to_numpy() / predict_kernels(decode, A100)
+    cols = [decode[c].to_numpy() for c in ("batch", "kv_len", "heads", "kv_heads")]
+    per_head = ~np.ravel(trtllm_packs_query_heads(A100, *cols))
+    small = per_head & (decode["batch"].to_numpy() == 1)
+    assert small.sum() > 300 and 0.95 <= np.median(ratio[small]) <= 1.2
+    shape = (1, 1, 1024, 32, 32, 128, False, np.array([[64.0, 64.0, 1.0]]))
+    plain = attention_phase(A100, "bf16", *shape, pack_query_heads=False).time_us[0, 0]
+    with_mha = attention_phase(
+        A100, "bf16", *shape, pack_query_heads=False, per_head_fixed_cycles=MHA_FIXED_CYCLES
+    ).time_us[0, 0]
+    assert with_mha - plain == pytest.approx(MHA_FIXED_CYCLES / (A100.clock_ghz * 1e3))
+    half = A100.with_overrides(clock_scale=0.5)
+    slow = (
+        attention_phase(
+            half, "bf16", *shape, pack_query_heads=False, per_head_fixed_cycles=MHA_FIXED_CYCLES
+        ).time_us[0, 0]
+        - attention_phase(half, "bf16", *shape, pack_query_heads=False).time_us[0, 0]
+    )
+    assert slow == pytest.approx(2 * (with_mha - plain))
+    packed = (1, 1, 1024, 32, 4, 128, False, np.array([[64.0, 64.0, 1.0]]))
+    a = attention_phase(A100, "bf16", *packed, per_head_fixed_cycles=MHA_FIXED_CYCLES)
+    assert a.time_us[0, 0] == attention_phase(A100, "bf16", *packed).time_us[0, 0]
 
 
 def test_report_has_the_documented_keys_and_renders(reports) -> None:

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from model.compiler.autotune import best_gemm
 from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import preset
-from model.compiler.kernels import elementwise_phase, gemm_phase
+from model.compiler.kernels import (
+    PIPELINE_K,
+    ROUND_TRIP_CYCLES,
+    elementwise_phase,
+    gemm_phase,
+    prologue_fill_s,
+)
 from model.compiler.plan import resolve_tiles
 from model.compiler.tiles import GemmTile, check_gemm_tile, gemm_candidates, gemm_staging_bytes
 from model.compiler.worksheet import worksheet
@@ -227,3 +233,35 @@ def test_packet_metadata_selects_a_library_and_otherwise_the_architecture_defaul
     assert library_for_metadata(tpu, "XLA", "jax 0.4") == "xla-tpu"
     assert library_for_metadata(h100, "XLA", "jax 0.4") == ""  # XLA on a GPU calls cuBLAS
     assert library_for_metadata(mi300x, "torch 2.4", "ROCm 6.2") == "hipblaslt"
+
+
+@pytest.mark.parametrize("name", ["a100-sxm", "h100-sxm", "mi300x"])
+def test_a_k_loop_shorter_than_the_pipeline_waits_a_shorter_fill(name: str) -> None:
+    """The prologue primes min(k, PIPELINE_K) of the pipeline: one DRAM round trip always, the
+    rest of the fill in proportion; a loop of PIPELINE_K or more waits the whole fill."""
+    hw = preset(name)
+    k = np.array([0.0, 16.0, 32.0, 64.0, PIPELINE_K, 2 * PIPELINE_K, 8192.0])
+    fill = prologue_fill_s(hw, k)
+    round_trip = ROUND_TRIP_CYCLES / (hw.clock_ghz * 1e9)
+    assert fill[0] == pytest.approx(round_trip) and np.all(np.diff(fill) >= 0)
+    assert fill[4:] == pytest.approx(np.full(3, hw.fill_s()))
+    # cycles: half the clock doubles both parts
+    assert prologue_fill_s(hw.with_overrides(clock_scale=0.5), k) == pytest.approx(2 * fill)
+    # In a GEMM: one tiny tile with k = 32 pays the round trip plus a quarter of the rest, so it
+    # is faster than the same tile with a full fill by three quarters of the rest.
+    tile = [16, 32, 32, 1]
+    short = _gemm(hw, 1, 32, 32, tile).time_us[0, 0]
+    whole = hw.fill_s() * 1e6
+    saved = (whole - round_trip * 1e6) * (1 - 32 / PIPELINE_K)
+    longer = _gemm(hw, 1, 32, PIPELINE_K, [16, 32, PIPELINE_K, 1]).time_us[0, 0]
+    assert longer - short >= saved - 1e-9
+
+
+def test_a_fill_no_shorter_than_a_round_trip_is_never_cut() -> None:
+    """A calibrated fill at one round trip (the bound's minimum) has no prologue left to cut."""
+    hw = preset("a100-sxm")
+    at_round_trip = hw.with_overrides(fill_latency_us=ROUND_TRIP_CYCLES / (hw.clock_ghz * 1e3))
+    fills = prologue_fill_s(at_round_trip, np.array([16.0, 4096.0]))
+    assert fills == pytest.approx(np.full(2, at_round_trip.fill_s()))
+    below = hw.with_overrides(fill_latency_us=0.2)
+    assert prologue_fill_s(below, np.array([16.0]))[0] == pytest.approx(below.fill_s())

@@ -3,6 +3,9 @@ file fails, never skips)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -32,7 +35,10 @@ from model.compiler.regimes import (
     bands_json,
     shipped_bands,
 )
+from packets.errors import PacketError
+from packets.hardware_file import bands_path, dump_bands, dump_hardware, load_hardware_file
 from triage.mapping.markdown import calibration_markdown
+from workbench.cli import main
 
 A100 = preset("a100-sxm")
 
@@ -213,16 +219,16 @@ def test_the_floor_never_drops_below_what_the_fastest_kernel_allows() -> None:
 
 @pytest.mark.parametrize("split", REGIME_SPLITS, ids=lambda s: s.name)
 def test_leave_one_regime_out_on_the_a100_gemm_table(split) -> None:
-    """Fitted on one regime, the parameters predict the other within 12% MdAPE, or the fit
-    says it is not to be trusted (a parameter on its bound); they stay inside their bounds."""
+    """Fitted on one regime, the parameters predict the other within 12% MdAPE (issue 11's
+    target, every direction: long k -> short k missed it at 12.05% before the prologue fill);
+    they stay inside their bounds."""
     report = leave_one_regime_out(load_measured("gemm"), A100, split)
     assert len(report["directions"]) == 2
     trusted = 0
     for direction, result in report["directions"].items():
         assert result["rows_train"] > 1000 and result["rows_test"] > 1000, direction
-        if not result["suspect"]:
-            assert result["test_mdape"] <= 0.12, direction
-            trusted += 1
+        assert result["test_mdape"] <= 0.12, direction
+        trusted += not result["suspect"]
         for name, value in result["fitted"].items():
             bound = next((b for b in BOUNDS if b.field == name), None)
             if bound is not None:
@@ -282,3 +288,115 @@ def test_the_schedule_choice_follows_the_data() -> None:
     assert cal.envelope.gemm_library == "cublas-hopper"
     assert cal.choice["loss"]["cublas-hopper"] < cal.choice["loss"]["cublas-ampere"]
     assert "gemm_library: cublas-hopper" in calibration_markdown(cal.as_dict())
+
+
+# --- Hardware files: the mechanism fields, and the bands `calibrate -o` writes beside them ---
+
+MECHANISM_FIELDS = {
+    "matrix_flops_per_clock": 4096.0,
+    "sustained_clock_ratio": 0.85,
+    "cluster_size": 2,
+    "tf32_tflops": 494.7,
+    "architecture": "hopper",
+    "allow_tf32": True,
+}
+
+
+def _hardware_yaml(path, **fields) -> Path:
+    lines = ["format: handoff-hardware/1", "name: restated", "preset: a100-sxm"]
+    for name, value in fields.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        lines.append(f"{name}: {text}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_hardware_file_sets_every_mechanism_field(tmp_path: Path) -> None:
+    envelope = load_hardware_file(_hardware_yaml(tmp_path / "hw.yaml", **MECHANISM_FIELDS))
+    for name, value in MECHANISM_FIELDS.items():
+        assert getattr(envelope, name) == value, name
+    # The fields are mechanisms, not labels: Hopper's library is the persistent multicast one,
+    # and fp32 matmuls now run on the restated TF32 peak.
+    assert envelope.library().schedule == "persistent" and envelope.library().multicast
+    assert envelope.matrix_dtype("fp32")[0] == "tf32"
+    # A written file restates them, and reads back as the same envelope.
+    again = tmp_path / "again.yaml"
+    again.write_bytes(dump_hardware(envelope, "a100-sxm"))
+    assert load_hardware_file(again) == envelope
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("cluster_size", "17", "cluster_size"),
+        ("cluster_size", "1.5", "cluster_size"),
+        ("sustained_clock_ratio", "1.2", "sustained_clock_ratio"),
+        ("tf32_tflops", "-1", "tf32_tflops"),
+        ("matrix_flops_per_clock", "0", "matrix_flops_per_clock"),
+        ("architecture", "pascal", "architecture"),
+        ("allow_tf32", "'yes'", "allow_tf32"),
+    ],
+)
+def test_a_bad_mechanism_field_is_an_error_at_its_line(tmp_path, field, value, needle) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"format: handoff-hardware/1\nname: bad\npreset: a100-sxm\n{field}: {value}\n")
+    with pytest.raises(PacketError) as caught:
+        load_hardware_file(path)
+    message = str(caught.value)
+    assert needle in message and ":4" in message and len(message.splitlines()) == 1, message
+
+
+def _gemm_sample(tmp_path: Path) -> Path:
+    """Every third A100 GEMM row (all regimes, a quicker calibration)."""
+    path = tmp_path / "gemm.csv"
+    load_measured("gemm").gather_every(3).write_csv(path)
+    return path
+
+
+def test_calibrate_writes_bands_that_compare_uses_for_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gemm, target = str(_gemm_sample(tmp_path)), tmp_path / "cal.yaml"
+    assert main(["telemetry", "calibrate", gemm, "--hardware", "a100-sxm", "-o", str(target),
+                 "--json"]) == 0  # fmt: skip
+    calibrated = json.loads(capsys.readouterr().out)
+    beside = bands_path(target)
+    assert beside == tmp_path / "cal.yaml.bands.json" and beside.is_file()
+    assert calibrated["bands_written"] == str(beside)
+    written = json.loads(beside.read_text())
+    assert written["cells"] == calibrated["bands"]["cells"]
+
+    def compare() -> tuple[dict, str]:
+        assert main(["telemetry", "compare", gemm, "--hardware", str(target), "--json"]) == 0
+        out = capsys.readouterr()
+        return json.loads(out.out), out.err
+
+    report, err = compare()
+    assert report["bands"]["provenance"] == calibrated["bands"]["provenance"] and not err
+    assert report["bands"]["provenance"] != shipped_bands().provenance
+    # An edited hardware file is not given bands fitted to other figures: a note, shipped bands.
+    target.write_text(target.read_text().replace("min_kernel_us:", "min_kernel_us: 3.0\n#", 1))
+    report, err = compare()
+    assert report["bands"]["provenance"] == shipped_bands().provenance
+    assert "another version of cal.yaml" in err and len(err.strip().splitlines()) == 1
+    # A damaged bands file: one note naming it, never a traceback.
+    beside.write_text('{"schema": ')
+    report, err = compare()
+    assert report["bands"]["provenance"] == shipped_bands().provenance
+    assert str(beside) in err and "not JSON" in err and "Traceback" not in err
+    # --bands still wins over the file beside.
+    beside.write_bytes(dump_bands(shipped_bands(), target.read_bytes()))
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps(calibrated))
+    assert main(["telemetry", "compare", gemm, "--hardware", str(target), "--bands", str(given),
+                 "--json"]) == 0  # fmt: skip
+    assert (
+        json.loads(capsys.readouterr().out)["bands"]["provenance"]
+        == (calibrated["bands"]["provenance"])
+    )
+    # A preset is not a file: a file named like its bands where compare runs is not read.
+    monkeypatch.chdir(tmp_path)
+    Path("a100-sxm.bands.json").write_text("{}")
+    assert main(["telemetry", "compare", gemm, "--hardware", "a100-sxm", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["bands"]["provenance"] == shipped_bands().provenance and not out.err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 
@@ -37,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _dtype_flag(compare)
     compare.add_argument("--bands", type=Path, metavar="FILE",
                          help="error bands: a `calibrate --json` output or a bands file "
-                         "(default: the shipped A100 residual bands)")  # fmt: skip
+                         "(default: the bands `calibrate -o` wrote beside a --hardware FILE, "
+                         "else the shipped A100 residual bands)")  # fmt: skip
     _output_flags(compare)
     compare.set_defaults(run=run_compare)
     calibrate = actions.add_parser(
@@ -52,7 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     calibrate.add_argument("--hardware", required=True, metavar="PRESET|FILE")
     _dtype_flag(calibrate)
     calibrate.add_argument("-o", "--output", type=Path, metavar="FILE",
-                           help="hardware file to write (left out: report only)")  # fmt: skip
+                           help="hardware file to write, with its error bands beside it in "
+                           "FILE.bands.json (left out: report only)")  # fmt: skip
     _output_flags(calibrate)
     calibrate.set_defaults(run=run_calibrate)
 
@@ -75,10 +78,16 @@ def _bands_argument(path: Path):
 
 def run_compare(args: argparse.Namespace) -> int:
     from model.compiler.accuracy import accuracy_report, report_markdown
+    from model.compiler.hardware import PRESET_NAMES
+    from packets.hardware_file import bands_beside
     from triage.telemetry.io import hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
     bands = None if args.bands is None else _bands_argument(args.bands)
+    if bands is None and args.hardware not in PRESET_NAMES:  # a file: its calibration's bands?
+        bands, why = bands_beside(Path(args.hardware))
+        if why:
+            print(f"note: {why}", file=sys.stderr)
     telemetry = read_kernels(args.files, dtype=args.dtype)
     report = accuracy_report(telemetry.frame, hardware, bands=bands)
     report["excluded_on_read"] = telemetry.report.counts
@@ -92,23 +101,35 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from packets.files import atomic_write
+    from packets.files import HARDWARE, atomic_write
+    from packets.hardware_file import BANDS, bands_path, dump_bands
     from triage.mapping.markdown import calibration_markdown
     from triage.telemetry.io import calibrate_kernels, hardware_argument, read_kernels
 
     hardware = hardware_argument(args.hardware)
     telemetry = read_kernels(args.files, dtype=args.dtype)
     result, data = calibrate_kernels(telemetry, hardware, args.hardware, args.files)
-    if args.output is not None:
-        atomic_write(args.output, data)
+    if args.output is not None:  # the bands last: they name the digest of the file just written
+        atomic_write(args.output, data, kind=HARDWARE)
+        if result.bands is not None:
+            atomic_write(bands_path(args.output), dump_bands(result.bands, data), kind=BANDS)
     summary = result.as_dict()
     summary["excluded_on_read"] = telemetry.report.counts
     summary["source"] = result.envelope.source
     summary["written"] = None if args.output is None else str(args.output)
+    summary["bands_written"] = (
+        str(bands_path(args.output))
+        if args.output is not None and result.bands is not None
+        else None
+    )
     if args.json:
         print(json.dumps(summary, indent=2, allow_nan=False))
         return 0
     print(calibration_markdown(summary, summary["written"]), end="")
+    if summary["bands_written"]:
+        print(
+            f"Error bands in {summary['bands_written']}: compare --hardware {args.output} uses them."
+        )
     for line in [*telemetry.report.lines(), *telemetry.warnings]:
         print(f"note: {line}")
     return 0
