@@ -22,9 +22,13 @@ NAMED = re.compile(r"`([\w][\w./-]*\.(?:py|md|json|yaml|toml|tcss|csv))`")
 """A backticked file name or relative path (no globs, no variables, no home folders)."""
 
 
+PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*\.")
+"""A name standing for one the user picks (`OUT.yaml`, `X.yaml.bands.json`): capitals first."""
+
+
 def named_files(text: str) -> list[str]:
-    """The file names and paths a README names, in order."""
-    return NAMED.findall(text)
+    """The file names and paths a README names, in order (placeholders left out)."""
+    return [name for name in NAMED.findall(text) if not PLACEHOLDER.match(name)]
 
 
 def missing_files(readme: Path, root: Path, outside: frozenset[str] = frozenset()) -> list[str]:
@@ -64,7 +68,8 @@ def test_a_readme_naming_a_missing_file_is_caught(tmp_path: Path) -> None:
     (tmp_path / "top.md").write_text("", encoding="utf-8")
     readme = tmp_path / "pkg" / "sub" / "README.md"
     readme.write_text(
-        "`here.py`, `top.md`, `pkg/sub/here.py`, `gone.py`, `pkg/runtime_plan.py`, `*.tcss`",
+        "`here.py`, `top.md`, `pkg/sub/here.py`, `gone.py`, `pkg/runtime_plan.py`, `*.tcss`, "
+        "`OUT.yaml` (a placeholder)",
         encoding="utf-8",
     )
     assert missing_files(readme, tmp_path) == ["gone.py", "pkg/runtime_plan.py"]
