@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from packets.schema import Packet
@@ -70,8 +71,9 @@ class DiagnoseScreen(LabScreen):
         from workbench.widgets.charts import Chart
 
         yield from self.compose_status()
-        yield Static("Running the baseline…", id="diagnose-class")
-        yield Static(id="diagnose-checklist")
+        with VerticalScroll(id="diagnose-text", can_focus=False):
+            yield Static("Running the baseline…", id="diagnose-class")
+            yield Static(id="diagnose-checklist")
         waiting = "waiting for the model…"
         views = [(view_id, name, Chart(waiting, id=view_id)) for view_id, name in VIEWS]
         yield ChartDeck(views, "f2/f3", id="diagnose-deck")

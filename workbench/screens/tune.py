@@ -178,10 +178,17 @@ class TuneScreen(LabScreen):
             event.editor.problem = str(exc)
             return
         event.editor.problem = ""
-        event.editor.accepted = event.value
+        if event.commit:  # typing alone is not accepted: Escape puts back the committed value
+            event.editor.accepted = event.value
         if config != self.config:
             self.config = config
             self.request_runs(debounce=True)
+
+    def unsaved_work(self) -> list[str]:
+        """The working configuration when it was edited and not saved as a candidate."""
+        if self.config == resolve_config(self.workbench.working.packet, self.start_from):
+            return []
+        return ["the Tune working configuration (f4 saves it as a candidate)"]
 
     def action_reset(self) -> None:
         """Put the working configuration back to where it started."""
@@ -230,7 +237,7 @@ class TuneScreen(LabScreen):
         app.edit(("candidates",), entries, name)
         name_editor.problem = ""
         name_editor.set_text("")
-        app.notify(f"Saved candidate '{name}' in the packet (ctrl+s writes the file)")
+        app.tell(f"Saved candidate '{name}' in the packet (ctrl+s writes the file)")
 
     # --- runs ------------------------------------------------------------------------------
 
