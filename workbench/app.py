@@ -91,14 +91,18 @@ class WorkbenchApp(App[int]):
     TITLE = "handoff-workbench"
     COMMANDS: ClassVar = {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-compact"), (120, "-wide")]
+    # The footer shows what fits in 80 columns with a step's own keys; back, palette and theme
+    # are listed by f1 (help) and ctrl+p (palette).
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "next_step", "Next", id="next-step", priority=True),
-        Binding("ctrl+o", "previous_step", "Back", id="previous-step", priority=True),
+        Binding("ctrl+o", "previous_step", "Back", id="previous-step", priority=True, show=False),
         Binding("ctrl+s", "save", "Save", id="save", priority=True),
         Binding("f1", "help", "Help", id="help", priority=True),
         Binding("question_mark", "help", "Help", id="help-question", show=False),
-        Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True),
-        Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True),
+        Binding(
+            "ctrl+p", "command_palette", "Palette", id="command-palette", priority=True, show=False
+        ),
+        Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True, show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # Plain q quits too, but only where no text field takes the key (like `?` for help).
         Binding("q", "quit", "Quit", id="quit-q", show=False),

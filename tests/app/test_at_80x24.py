@@ -55,21 +55,19 @@ async def test_a_refused_propose_keeps_focus_and_says_why_in_the_status_line(
         assert app.working.packet.outputs.mitigation is None
 
 
-async def test_an_export_failure_lands_in_the_status_line(make_app: MakeApp, tmp_path: Path) -> None:
+async def test_a_refused_export_lands_in_the_status_line(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:
         await goto(pilot, app, 9)
-        await pilot.press("ctrl+y")  # no file named yet
+        steps = app.screen.query_one(StepList)
+        await pilot.press("ctrl+y")  # the default packet's guards still block
         await pilot.pause()
-        assert "Not exported: give a file to export to" in status_line(app)
-        target = editor(app, "export-path")
-        target.input.focus()
-        await pilot.press(*str(tmp_path / "no-such-folder" / "out.yaml"), "enter")
-        await pilot.press("ctrl+y")
-        await pilot.pause()
-        assert status_line(app).startswith("✗ not exported: ")
-        assert app.focused is target.input  # the failure moved nothing
-        assert not (tmp_path / "no-such-folder").exists()
+        # Said where the user looks (the form's own note is below the 24th row), focus kept.
+        assert status_line(app).startswith("✗ export is disabled while guards block")
+        assert note(app, "export-problem") in status_line(app)
+        assert app.focused is steps
+        status = app.screen.query_one("#status-line", Note)
+        assert status.region.y + status.region.height <= SMALL[1] - 1  # above the footer
 
 
 async def test_quit_asks_only_while_something_is_unsaved(make_app: MakeApp) -> None:

@@ -62,8 +62,10 @@ class DiagnoseScreen(LabScreen):
     """Diagnosis of the baseline run (the same cached run the Baseline step shows)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "chart(1)", "Next chart", id="next-chart", priority=True),
-        Binding("f3", "chart(-1)", "Previous chart", id="previous-chart", priority=True),
+        Binding("f2", "chart(1)", "Chart", id="next-chart", priority=True, tooltip="Next chart"),
+        Binding(
+            "f3", "chart(-1)", "Previous chart", id="previous-chart", priority=True, show=False
+        ),
     ]
 
     def compose_main(self) -> ComposeResult:

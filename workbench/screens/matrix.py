@@ -76,8 +76,10 @@ class MatrixScreen(ComputeScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_matrix", "Run matrix", id="run-matrix"),
-        Binding("ctrl+g", "cancel_matrix", "Cancel run", id="cancel-matrix"),
-        Binding("ctrl+y", "toggle_size", "Quick/full matrix", id="matrix-size"),
+        Binding("ctrl+g", "cancel_matrix", "Cancel run", id="cancel-matrix", show=False),
+        Binding(
+            "ctrl+y", "toggle_size", "Quick/full", id="matrix-size", tooltip="Quick/full matrix"
+        ),
         Binding("ctrl+l", "default_triggers", "Default triggers", id="default-triggers"),
     ]
 

@@ -51,10 +51,10 @@ class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "view(1)", "Next view", id="next-chart", priority=True),
-        Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True),
+        Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
+        Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True, show=False),
         Binding("f4", "save_candidate", "Save candidate", id="save-candidate", priority=True),
-        Binding("f5", "reset", "Reset working", id="reset-working", priority=True),
+        Binding("f5", "reset", "Reset", id="reset-working", priority=True, tooltip="Reset working"),
     ]
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
