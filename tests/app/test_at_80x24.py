@@ -6,7 +6,9 @@ toggle says which matrix the form holds. Real app under run_test, driven by keys
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 from workbench.app import WorkbenchApp
@@ -157,3 +159,81 @@ async def test_mapping_reports_a_missing_telemetry_file_and_clears_a_changed_rep
         assert note(app, "report-status").startswith("No report: ")
         assert not str(report.render()).strip()
         assert app.screen.report is None  # type: ignore[attr-defined]
+
+
+async def test_focus_shows_without_colour(make_app: MakeApp, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await goto(pilot, app, 7)
+        seeds = editor(app, "matrix-seeds")
+        label = seeds.query_one(".field-label")
+        assert not label.styles.text_style.reverse
+        seeds.input.focus()
+        await pilot.pause()
+        # Styles, not colours: what NO_COLOR and a 256-colour terminal both still draw.
+        assert label.styles.text_style.reverse and seeds.input.styles.text_style.underline
+        await pilot.press("escape")  # to the step list: its cursor row is reversed
+        await pilot.pause()
+        steps = app.screen.query_one(StepList)
+        assert app.focused is steps and not label.styles.text_style.reverse
+        row = steps.get_component_styles("option-list--option-highlighted")
+        assert row.text_style.reverse
+
+
+# --- charts ------------------------------------------------------------------------------
+
+
+def test_nice_ticks_are_round_and_cover_the_range() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from workbench.chart_data import nice_step, nice_ticks, tick_label
+
+    assert nice_ticks(44.6, 103.2, 5) == (40.0, 120.0, (40.0, 60.0, 80.0, 100.0, 120.0))
+    assert nice_ticks(0.0, 2.45, 5)[2] == (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
+    assert [tick_label(v) for v in (62.5, 100.0, 0.25, 1.0)] == ["62.5", "100", "0.25", "1"]
+
+    @given(
+        st.floats(-1e6, 1e6, allow_nan=False),
+        st.floats(1e-3, 1e6, allow_nan=False),
+        st.integers(1, 12),
+    )
+    def check(lo: float, span: float, count: int) -> None:
+        low, high, ticks = nice_ticks(lo, lo + span, count)
+        step = nice_step(span, count)
+        assert low <= lo + 1e-9 * abs(lo) and high >= (lo + span) - 1e-9 * abs(lo + span)
+        assert len(ticks) - 1 <= count + 1  # widening to round limits adds at most one
+        gaps = {round((b - a) / step, 6) for a, b in pairwise(ticks)}
+        assert gaps <= {1.0}  # evenly spaced
+        mantissa = step / 10 ** math.floor(math.log10(step))
+        assert round(mantissa, 6) in {1.0, 2.0, 2.5, 5.0, 10.0}
+
+    check()
+
+
+async def test_tune_chart_labels_sla_lines_and_tells_series_apart_without_colour(
+    make_app: MakeApp, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from workbench.widgets.charts import Chart
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await goto(pilot, app, 4)
+        latency = app.screen.query_one("#tune-latency", Chart)
+        lines = latency.render().plain.splitlines()  # type: ignore[union-attr]
+        sla = app.working.packet.inputs.sla
+        for target in (sla.p95_ms, sla.p99_ms):
+            # the SLA line is drawn on the row whose tick is its own value
+            row = next(line for line in lines if line.lstrip().startswith(f"{target:g}├"))
+            assert "─" in row
+        ticks = [float(t) for line in lines if "┤" in line if (t := line.split("┤")[0].strip())]
+        ticks = sorted(t for t in ticks if t not in (sla.p95_ms, sla.p99_ms))
+        step = min(b - a for a, b in pairwise(ticks))
+        assert len(ticks) >= 3 and step / 10 ** math.floor(math.log10(step)) in (1, 2, 2.5, 5)
+        assert all(round(t / step, 6).is_integer() for t in ticks)  # round ticks between
+        plot, legend = "\n".join(lines[:-1]), lines[-1]
+        assert "•" in plot and any("\u2800" < c <= "\u28ff" for c in plot)  # two glyphs
+        assert legend.startswith("⠤ baseline  • working")
+        assert f"p95 SLA {sla.p95_ms:g}" in legend and f"p99 SLA {sla.p99_ms:g}" in legend

@@ -528,7 +528,7 @@ async def test_q_types_in_a_field_and_quits_elsewhere(make_app: MakeApp) -> None
         await pilot.press("q")  # typed text not applied: quitting asks first
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen) and app.is_running
-        assert "typed but not applied" in app.screen.question
+        assert "not saved to the file" in app.screen.question
         await pilot.press("n")
         await pilot.pause()
         assert app.is_running and not isinstance(app.screen, ConfirmScreen)
