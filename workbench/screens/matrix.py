@@ -122,7 +122,7 @@ class MatrixScreen(ComputeScreen):
         if spec == quick:
             text = "size: quick matrix, a first look (ctrl+y: full)"
         elif spec == full:
-            text = "size: full default matrix, as workbench validate (ctrl+y: quick)"
+            text = "size: full default matrix (ctrl+y: quick)"
         else:
             text = "size: custom matrix (ctrl+y: quick)"
         self.say("matrix-size", text)
