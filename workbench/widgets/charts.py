@@ -173,7 +173,9 @@ class Chart(PlotextPlot):
         if found.size == 0:
             return
         lo = float(found.min()) if low is None else min(low, float(found.min()))
-        lo_lim, hi_lim, round_ticks = nice_ticks(lo, float(found.max()), max(1, cells))
+        lo_lim, hi_lim, round_ticks = nice_ticks(
+            lo, float(found.max()), max(3, cells // TICK_EVERY)
+        )
         limit(lo_lim, hi_lim)
         cell = (hi_lim - lo_lim) / cells
         kept = [t for t in round_ticks if all(abs(t - h) >= cell for h in data.hlines)]
@@ -195,6 +197,7 @@ class Chart(PlotextPlot):
         self.plt.xticks(inside, [tick_label(t) for t in inside])
 
 
+TICK_EVERY = 3  # about one labelled tick per three rows (at least three intervals)
 PLOT_FRAME_ROWS = 4  # rows of a plot that are not data: title, two frame lines, x tick labels
 # Each series gets its own glyph, so series stay apart without colour (NO_COLOR, 16 colours):
 LINE_MARKERS = ("braille", "•", "+", "x")
