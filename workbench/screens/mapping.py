@@ -131,8 +131,10 @@ class MappingScreen(ComputeScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_mapping", "Run again", id="mapping-run"),
-        Binding("ctrl+y", "mapping_report", "Mapping report", id="mapping-report"),
-        Binding("ctrl+l", "apply_action", "Apply action", id="apply-action"),
+        Binding(
+            "ctrl+y", "mapping_report", "Report", id="mapping-report", tooltip="Mapping report"
+        ),
+        Binding("ctrl+l", "apply_action", "Apply", id="apply-action", tooltip="Apply action"),
     ]
 
     def __init__(self, step: Any) -> None:

@@ -75,12 +75,18 @@ class MatrixScreen(ComputeScreen):
     """Run the validation matrix, watch it, cancel it; edit the rollback triggers."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+r", "run_matrix", "Run matrix", id="run-matrix"),
+        Binding("ctrl+r", "run_matrix", "Run", id="run-matrix", tooltip="Run matrix"),
         Binding("ctrl+g", "cancel_matrix", "Cancel run", id="cancel-matrix", show=False),
         Binding(
             "ctrl+y", "toggle_size", "Quick/full", id="matrix-size", tooltip="Quick/full matrix"
         ),
-        Binding("ctrl+l", "default_triggers", "Default triggers", id="default-triggers"),
+        Binding(
+            "ctrl+l",
+            "default_triggers",
+            "Triggers",
+            id="default-triggers",
+            tooltip="Default triggers",
+        ),
     ]
 
     def __init__(self, step: Any) -> None:
