@@ -47,6 +47,8 @@ class ChartData:
             is also a y tick labelled with its value, so the line sits on its own number.
         hline_labels: what each reference line is (the legend says 'p99 SLA 76'); '' or
             missing entries: the value alone.
+        hline_name: what the reference lines are, in a word ('SLA'), for a legend short
+            enough to share the title row ('' none).
         xticks: (x, label) pairs replacing the automatic x ticks (lines only).
     """
 
@@ -58,6 +60,7 @@ class ChartData:
     ylabel: str = ""
     hlines: tuple[float, ...] = field(default=())
     hline_labels: tuple[str, ...] = field(default=())
+    hline_name: str = ""
     xticks: tuple[tuple[float, str], ...] = field(default=())
 
     def values(self, label: str) -> np.ndarray:

@@ -75,6 +75,7 @@ def hbm_chart(runs: Sequence[tuple[str, LabRun | LabPreview]]) -> ChartData:
         series=series,
         hlines=(1.0,),
         hline_labels=("1: bandwidth saturated",),
+        hline_name="saturated",
     )
 
 
@@ -102,6 +103,7 @@ def latency_chart(
         ),
         hlines=(sla.p95_ms, sla.p99_ms),
         hline_labels=(f"p95 SLA {sla.p95_ms:g}", f"p99 SLA {sla.p99_ms:g}"),
+        hline_name="SLA",
         xticks=tuple((float(nines(p)), label) for p, label in TAIL_TICKS),
     )
 
@@ -113,9 +115,10 @@ def load_chart(
     sla = packet.inputs.sla
     return ChartData(
         kind="lines",
-        title=f"p99 vs load, ms (load 1.0 = {rate_per_s:,.0f}/s)",
+        title=f"p99 vs load, ms (1.0 = {rate_per_s:,.0f}/s)",
         xlabel="load factor",
         series=tuple(Series(label, curve.factors, curve.p99_ms) for label, curve in curves),
         hlines=(sla.p99_ms,),
         hline_labels=(f"p99 SLA {sla.p99_ms:g}",),
+        hline_name="SLA",
     )

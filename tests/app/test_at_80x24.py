@@ -234,7 +234,31 @@ async def test_tune_chart_labels_sla_lines_and_tells_series_apart_without_colour
         step = min(b - a for a, b in pairwise(ticks))
         assert len(ticks) >= 3 and step / 10 ** math.floor(math.log10(step)) in (1, 2, 2.5, 5)
         assert all(round(t / step, 6).is_integer() for t in ticks)  # round ticks between
-        plot, legend = "\n".join(lines[:-1]), lines[-1]
+        # At 80x24 the legend shares the title row (above the frame, over no data); the SLA
+        # lines are named once there, their values being the ticks they sit on.
+        assert lines[0].strip() == "Latency by percentile, ms · ⠤ baseline  • working  ─ SLA"
+        plot = "\n".join(lines[1:])
         assert "•" in plot and any("\u2800" < c <= "\u28ff" for c in plot)  # two glyphs
-        assert legend.startswith("⠤ baseline  • working")
-        assert f"p95 SLA {sla.p95_ms:g}" in legend and f"p99 SLA {sla.p99_ms:g}" in legend
+
+
+def test_a_legend_too_long_for_the_title_row_gets_a_row_of_its_own() -> None:
+    import numpy as np
+
+    from workbench.chart_data import ChartData, Series
+    from workbench.widgets.charts import title_and_legend
+
+    data = ChartData(
+        kind="lines",
+        title="p99 vs load, ms",
+        series=(
+            Series("baseline", np.zeros(2), np.zeros(2)),
+            Series("working", np.zeros(2), np.zeros(2)),
+        ),
+        hlines=(76.0,),
+        hline_labels=("p99 SLA 76",),
+        hline_name="SLA",
+    )
+    full = "⠤ baseline  • working  ─ p99 SLA 76"
+    assert title_and_legend(data, 120) == (f"p99 vs load, ms · {full}", "")
+    assert title_and_legend(data, 50) == ("p99 vs load, ms · ⠤ baseline  • working  ─ SLA", "")
+    assert title_and_legend(data, 30) == ("p99 vs load, ms", full)

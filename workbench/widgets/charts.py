@@ -115,13 +115,14 @@ class Chart(PlotextPlot):
         data = self.data
         if data is None or width < 10 or height < 4:
             return Text(self.placeholder, style="italic")
-        plot_height = height - 1  # the last row is the legend: outside the plot, over no data
+        title, legend = title_and_legend(data, width)
+        plot_height = height - (1 if legend else 0)  # a legend row sits under the plot
         plt = self.plt
         plt.clear_figure()  # never stack series (NOTES: 4 ms -> 548 ms after 300 updates)
         plt.plotsize(width, plot_height)
         plt._set_size(width, plot_height)  # see PlotextPlot.render: resizing needs both
         plt.theme(register_plot_theme(self.app))
-        plt.title(data.title)
+        plt.title(title)
         if data.xlabel:
             plt.xlabel(data.xlabel)
         if data.ylabel:
@@ -159,8 +160,9 @@ class Chart(PlotextPlot):
         self.builds += 1
         self.built_at = time.perf_counter()
         frame = Text.from_ansi(plt.build().rstrip("\n"))
-        frame.append("\n")
-        frame.append(Text(legend_text(data), no_wrap=True, overflow="ellipsis"))
+        if legend:
+            frame.append("\n")
+            frame.append(Text(legend, no_wrap=True, overflow="ellipsis"))
         return frame
 
     @staticmethod
@@ -205,11 +207,25 @@ BAR_MARKERS = ("█", "▒", "░", "▚")
 LEGEND_LINE_GLYPHS = ("⠤", "•", "+", "x")  # what each line marker looks like in the legend
 
 
-def legend_text(data: ChartData) -> str:
+def title_and_legend(data: ChartData, width: int) -> tuple[str, str]:
+    """The title row and the legend row ('' when the legend fits in the title row): the
+    legend never sits over the data. In the title row the reference lines may be named
+    once ('─ SLA'): their values are the ticks they are drawn on."""
+    room = width - 2
+    for legend in (legend_text(data), legend_text(data, short=True)):
+        combined = f"{data.title} · {legend}" if data.title else legend
+        if len(combined) <= room:
+            return combined, ""
+    return data.title, legend_text(data)
+
+
+def legend_text(data: ChartData, *, short: bool = False) -> str:
     """The legend row under the plot: each series' glyph and label, then the reference
     lines with their values ('─ p99 SLA 76')."""
     glyphs = LEGEND_LINE_GLYPHS if data.kind == "lines" else BAR_MARKERS
     parts = [f"{glyphs[i % len(glyphs)]} {s.label}" for i, s in enumerate(data.series)]
+    if short and data.hline_name:
+        return "  ".join([*parts, f"─ {data.hline_name}"])
     for number, level in enumerate(data.hlines):
         label = data.hline_labels[number] if number < len(data.hline_labels) else ""
         parts.append(f"─ {label or tick_label(level)}")
