@@ -475,8 +475,13 @@ class WorkbenchApp(App[int]):
         if not target:
             self.tell("Not saved (save-as cancelled); edits stay in the draft", "warning")
             return
-        path = Path(target).expanduser()
-        if path.exists():
+        try:
+            path = Path(target).expanduser()
+            taken = path.exists()
+        except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, an unknown ~user
+            self.tell(f"not saved: {target!r} is not a usable path ({exc})", "error")
+            return
+        if taken:
             self.tell(f"not saved: {path} exists (choose a new file name)", "error")
             return
         old_source = self.working.source

@@ -353,6 +353,14 @@ async def test_save_as_writes_a_copy_of_the_shipped_example_and_edits_it(
         await pilot.press("ctrl+s")
         await pilot.pause()
         path_input = app.screen.query_one("#save-as-path", Input)
+        path_input.value = str(example)  # an existing file is refused, nothing written
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "exists (choose a new file name)" in status_line(app)
+        assert example.read_bytes() == before
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        path_input = app.screen.query_one("#save-as-path", Input)
         path_input.value = str(copy)
         await pilot.press("enter")
         await pilot.pause()

@@ -7,7 +7,11 @@ reduced to about twice the plot's width (peaks kept for bursty series), the buil
 cached and rebuilt only when the data, the size or the theme changed, a hidden chart is never
 built (Textual does not render hidden widgets), and rebuilds are at most one per
 MIN_REDRAW_S. Colours come from the app's theme (`theming.register_plot_theme`), so NO_COLOR
-and 16-colour themes apply to charts too.
+and 16-colour themes apply to charts too; each series also has its own glyph (braille line,
+dots, crosses; solid and shaded bars), so series stay apart without colour. Value axes get
+round ticks (`chart_data.nice_ticks`, about one per three rows) plus one tick at each reference
+line's own value (an SLA line sits on the row labelled with its target), and the legend goes in
+the title row when it fits, else in a row under the plot: never over the data.
 """
 
 from __future__ import annotations
