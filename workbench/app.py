@@ -84,14 +84,18 @@ class WorkbenchApp(App[int]):
     TITLE = "handoff-workbench"
     COMMANDS: ClassVar = {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-compact"), (120, "-wide")]
+    # The footer shows what fits in 80 columns with a step's own keys; back, palette and theme
+    # are listed by f1 (help) and ctrl+p (palette).
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "next_step", "Next", id="next-step", priority=True),
-        Binding("ctrl+o", "previous_step", "Back", id="previous-step", priority=True),
+        Binding("ctrl+o", "previous_step", "Back", id="previous-step", priority=True, show=False),
         Binding("ctrl+s", "save", "Save", id="save", priority=True),
         Binding("f1", "help", "Help", id="help", priority=True),
         Binding("question_mark", "help", "Help", id="help-question", show=False),
-        Binding("ctrl+p", "command_palette", "Palette", id="command-palette", priority=True),
-        Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True),
+        Binding(
+            "ctrl+p", "command_palette", "Palette", id="command-palette", priority=True, show=False
+        ),
+        Binding("ctrl+t", "cycle_theme", "Theme", id="cycle-theme", priority=True, show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # Plain q quits too, but only where no text field takes the key (like `?` for help).
         Binding("q", "quit", "Quit", id="quit-q", show=False),
@@ -300,15 +304,15 @@ class WorkbenchApp(App[int]):
         try:
             if choice == "recover":
                 self.working = drafts.recover(draft, self.working)
-                self.notify("Draft recovered: its edits are unsaved until ctrl+s")
+                self.tell("Draft recovered: its edits are unsaved until ctrl+s")
             elif choice == "discard":
                 drafts.remove_draft(draft.path)
-                self.notify("Draft discarded")
+                self.tell("Draft discarded")
             else:
                 target = drafts.keep_both(draft, draft.working.source, self._writable_folder())
-                self.notify(f"Draft kept as {target}")
+                self.tell(f"Draft kept as {target}")
         except (UsageError, OSError) as exc:
-            self.notify(f"draft left in place: {exc}", severity="error", timeout=15)
+            self.tell(f"draft left in place: {exc}", "error")
             return  # draft_settled stays False: nothing overwrites it this session
         self.draft_settled = True
         self.save_draft_now()
@@ -407,35 +411,79 @@ class WorkbenchApp(App[int]):
 
     # --- other actions ---------------------------------------------------------------------
 
+    def tell(self, text: str, severity: str = "information") -> None:
+        """Show an action's result in the status line of the step on screen (under a dialog:
+        the step beneath it), or as a notification where no step is on screen."""
+        from .screens.base import StepScreen
+
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, StepScreen) and screen.is_mounted:
+                screen.tell(text, severity)
+                return
+        self.notify(text, severity=severity)  # type: ignore[arg-type]
+
     def action_save(self) -> None:
         """Write the packet file (canonical bytes, atomic); the draft is then removed."""
         if self.is_shipped_example():
-            self.notify(
-                "This is a shipped example: copy it first (workbench examples copy "
-                f"{self.working.packet.id} DEST) and open the copy. Edits stay in the draft.",
-                severity="warning",
-                timeout=10,
-            )
+            self.action_save_as()
             return
         on_disk = disk_sha256(self.working) or "missing or unreadable"
         if on_disk != self.working.source_sha256 and on_disk != self._overwrite_armed:
             self._overwrite_armed = on_disk
-            self.notify(
+            self.tell(
                 "The packet file changed on disk since it was opened: ctrl+s again overwrites it",
-                severity="warning",
-                timeout=10,
+                "warning",
             )
             return
         confirmed, self._overwrite_armed = self._overwrite_armed, None
+        self._write(None, overwrite_sha256=confirmed)
+
+    def _write(self, path: Path | None, overwrite_sha256: str | None = None) -> bool:
+        """Save the packet to its file (or to `path`, which then becomes its file);
+        `overwrite_sha256`: the changed file version the user agreed to overwrite."""
         try:
-            self.working = save_packet(self.working, overwrite_sha256=confirmed)
+            self.working = save_packet(self.working, path, overwrite_sha256=overwrite_sha256)
         except UsageError as exc:
-            self.notify(str(exc), severity="error", timeout=10)
-            return
+            self.tell(str(exc), "error")
+            return False
         self.save_draft_now()
         pending = len(self.working.pending)
         note = f" ({pending} refused field(s) not included)" if pending else ""
-        self.notify(f"Saved {self.working.source}{note}")
+        self.tell(f"Saved {self.working.source}{note}")
+        return True
+
+    def action_save_as(self) -> None:
+        """Write a copy of the packet to a new file and go on editing that copy (a shipped
+        example cannot be saved in place)."""
+        from .screens.modals import SaveAsScreen
+
+        shipped = self.is_shipped_example()
+        default = Path.cwd() / f"{self.working.packet.id}.yaml" if shipped else None
+        reason = (
+            "This is a shipped example: it cannot be saved in place. Save a copy to edit:"
+            if shipped
+            else "Write the packet to a new file and go on editing that copy:"
+        )
+        self.push_screen(SaveAsScreen(reason, str(default or "")), self._save_as_chosen)
+
+    def _save_as_chosen(self, target: str | None) -> None:
+        if not target:
+            self.tell("Not saved (save-as cancelled); edits stay in the draft", "warning")
+            return
+        try:
+            path = Path(target).expanduser()
+            taken = path.exists()
+        except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, an unknown ~user
+            self.tell(f"not saved: {target!r} is not a usable path ({exc})", "error")
+            return
+        if taken:
+            self.tell(f"not saved: {path} exists (choose a new file name)", "error")
+            return
+        old_source = self.working.source
+        if self._write(path) and old_source is not None and old_source != self.working.source:
+            # The draft belonged to the file left behind: it is now saved in the copy.
+            with contextlib.suppress(UsageError):
+                drafts.remove_draft(drafts.draft_path(old_source, self.drafts_folder))
 
     def action_help(self) -> None:
         """Show every key."""
@@ -456,10 +504,45 @@ class WorkbenchApp(App[int]):
         """Apply theme `name` (falling back cleanly when it does not exist)."""
         warning = apply_theme(self, name)
         if warning:
-            self.notify(warning, severity="warning")
+            self.tell(warning, "warning")
+
+    def unsaved_work(self) -> list[str]:
+        """What quitting now would leave unsaved: edits not written to the file, text typed
+        but refused, and each step's own unsaved work (the Tune working configuration)."""
+        from .screens.base import StepScreen
+
+        working = self.working
+        found = []
+        if working.dirty:
+            found.append("edits not saved to the file (ctrl+s)")
+        if working.pending:
+            found.append(f"{len(working.pending)} field(s) typed but not applied")
+        for stack in self._screen_stacks.values():
+            for screen in stack:
+                if isinstance(screen, StepScreen):
+                    found += screen.unsaved_work()
+        return found
 
     def action_quit(self) -> None:  # type: ignore[override]
-        """Leave the app; unsaved edits stay in the draft."""
+        """Leave the app, after asking when something is unsaved (edits stay in the draft)."""
+        from .screens.confirm import ConfirmScreen
+
+        if isinstance(self.screen, ConfirmScreen):
+            return
+        unsaved = self.unsaved_work()
+        if not unsaved:
+            self._quit(True)
+            return
+        question = (
+            "Not saved: " + "; ".join(unsaved) + ". Edits to the packet stay in the draft and "
+            "are offered when it is reopened. Quit anyway?"
+        )
+        self.push_screen(ConfirmScreen("Quit with unsaved work?", question), self._quit)
+
+    def _quit(self, yes: bool | None) -> None:
+        if not yes:
+            self.tell("Not quit: carry on (ctrl+s saves)")
+            return
         self.save_draft_now()
         self.exit(0)
 

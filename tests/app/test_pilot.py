@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from packets.dump import dump_packet
 from packets.examples import DEFAULT_EXAMPLE, example_path
@@ -19,7 +19,8 @@ from workbench.app import DRAFT_DELAY_S, WorkbenchApp
 from workbench.core import drafts
 from workbench.core.session import WorkingPacket, apply_edit, set_pending
 from workbench.core.theming import NO_COLOR, register_plot_theme
-from workbench.screens.modals import HelpScreen, RecoverScreen
+from workbench.screens.confirm import ConfirmScreen
+from workbench.screens.modals import HelpScreen, RecoverScreen, SaveAsScreen
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import StepList
 
@@ -48,6 +49,13 @@ def record_notes(app: WorkbenchApp) -> list[tuple[str, str]]:
 
     app.notify = notify  # type: ignore[method-assign]
     return notes
+
+
+def status_line(app: WorkbenchApp) -> str:
+    """What the status line of the step on screen says ('' when nothing)."""
+    from workbench.widgets.note import Note
+
+    return app.screen.query_one("#status-line", Note).said
 
 
 async def focus_field(app: WorkbenchApp, pilot, label: str) -> FieldEditor:  # type: ignore[no-untyped-def]
@@ -294,7 +302,6 @@ async def test_save_writes_canonical_bytes_and_clears_the_draft(
 
 async def test_save_refuses_a_changed_file_once(make_app: MakeApp, packet_file: Path) -> None:
     app = make_app()
-    notes = record_notes(app)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         await focus_field(app, pilot, "sla.p99_ms")
@@ -303,7 +310,7 @@ async def test_save_refuses_a_changed_file_once(make_app: MakeApp, packet_file: 
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert b"# edited elsewhere" in packet_file.read_bytes()
-        assert "changed on disk" in notes[-1][0]
+        assert "changed on disk" in status_line(app)
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert load_packet(packet_file).packet.inputs.sla.p99_ms == 95.0
@@ -336,16 +343,61 @@ async def test_shipped_example_is_never_overwritten(make_app: MakeApp) -> None:
     example = Path(example_path(DEFAULT_EXAMPLE))
     before = example.read_bytes()
     app = make_app(example)
-    notes = record_notes(app)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
         await focus_field(app, pilot, "sla.p99_ms")
         await retype(pilot, "95")
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert "shipped example" in notes[-1][0]
+        assert isinstance(app.screen, SaveAsScreen)  # ctrl+s offers a copy instead
+        assert "shipped example" in app.screen.reason
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "save-as cancelled" in status_line(app)
     assert example.read_bytes() == before
     drafts.remove_draft(drafts.draft_path(example, app.drafts_folder))
+
+
+async def test_save_as_writes_a_copy_of_the_shipped_example_and_edits_it(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    example = Path(example_path(DEFAULT_EXAMPLE))
+    before = example.read_bytes()
+    copy = tmp_path / "mine" / "copy.yaml"
+    copy.parent.mkdir()
+    app = make_app(example)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await focus_field(app, pilot, "sla.p99_ms")
+        await retype(pilot, "95")
+        await pilot.pause(DRAFT_DELAY_S + 0.1)
+        example_draft = drafts.draft_path(example, app.drafts_folder)
+        assert example_draft.exists()  # the edit is kept for the example until saved
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        path_input = app.screen.query_one("#save-as-path", Input)
+        path_input.value = str(example)  # an existing file is refused, nothing written
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "exists (choose a new file name)" in status_line(app)
+        assert example.read_bytes() == before
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        path_input = app.screen.query_one("#save-as-path", Input)
+        path_input.value = str(copy)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, SaveAsScreen)
+        assert load_packet(copy).packet.inputs.sla.p99_ms == 95.0
+        assert app.working.source == copy.resolve() and not app.working.dirty
+        assert f"Saved {copy.resolve()}" in status_line(app)
+        assert not example_draft.exists()  # saved in the copy: nothing to recover later
+        await focus_field(app, pilot, "sla.p99_ms")
+        await retype(pilot, "90")
+        await pilot.press("ctrl+s")  # the copy is an ordinary file now: saved in place
+        await pilot.pause()
+        assert load_packet(copy).packet.inputs.sla.p99_ms == 90.0
+    assert example.read_bytes() == before
 
 
 def make_draft(packet_file: Path, folder: Path) -> WorkingPacket:
@@ -504,7 +556,15 @@ async def test_q_types_in_a_field_and_quits_elsewhere(make_app: MakeApp) -> None
         assert field.input.value == "nominalq" and app.is_running
         app.screen.query_one(StepList).focus()
         await pilot.pause()
-        await pilot.press("q")
+        await pilot.press("q")  # typed text not applied: quitting asks first
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and app.is_running
+        assert "not saved to the file" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running and not isinstance(app.screen, ConfirmScreen)
+        assert "Not quit" in status_line(app)
+        await pilot.press("q", "y")
         await pilot.pause()
         assert not app.is_running
     assert app.return_code == 0

@@ -210,6 +210,8 @@ async def recommend(pilot, app: WorkbenchApp, *, override: bool) -> None:  # typ
     await pilot.pause()
     assert "written rationale" in field(app, "override-rationale").problem
     assert app.working.packet.outputs.release == release
+    assert "No override recorded" in app.screen.query_one("#status-line", Static).content
+    await tab_to(pilot, app, "override-rationale")  # the refusal moved no focus
     await type_in(pilot, "Ship behind triggers")  # the shortest rationale taken: 20 characters
     await pilot.press("ctrl+y")
     await pilot.pause()

@@ -45,8 +45,11 @@ def compare(name: str, svg: str, size: tuple[int, int]) -> str:
     return f"{name}: same text, different colours or styles (first at SVG line {changed + 1})"
 
 
-async def screenshots(app: WorkbenchApp, size: tuple[int, int], steps: list[str]) -> list[str]:
-    """Visit `steps` by their jump keys and compare each screen; returns the failures."""
+async def screenshots(
+    app: WorkbenchApp, size: tuple[int, int], steps: list[str], tag: str = ""
+) -> list[str]:
+    """Visit `steps` by their jump keys and compare each screen (named with `tag` when given,
+    e.g. no-color); returns the failures."""
     failures = []
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
@@ -54,7 +57,7 @@ async def screenshots(app: WorkbenchApp, size: tuple[int, int], steps: list[str]
             await pilot.press(str(number))
             await settle(app, pilot)  # model results (and the start-up warm-up) are in
             assert app.current_step == step
-            name = f"{step}-{app.theme}-{size[0]}x{size[1]}"
+            name = f"{step}-{tag or app.theme}-{size[0]}x{size[1]}"
             failures.append(compare(name, app.export_screenshot(title=name), size))
     return [f for f in failures if f]
 
@@ -73,3 +76,28 @@ async def test_packet_step_in_each_theme_matches_its_snapshot(make_app, theme: s
     failures = await screenshots(app, SMALL, ["packet"])
     assert app.theme == theme
     assert not failures, "\n\n".join(failures)
+
+
+async def test_no_color_steps_match_their_snapshots(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """NO_COLOR at 80x24: the lab steps' charts tell series apart by glyph, focus by style."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    steps = [step.id for step in app.steps][:6]
+    failures = await screenshots(app, SMALL, steps, tag="no-color")
+    assert not failures, "\n\n".join(failures)
+
+
+async def test_a_refusal_in_the_status_line_matches_its_snapshot(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A refused action at 80x24 (NO_COLOR): said in the status line above the footer, with
+    focus left on the step list (reversed cursor row)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await pilot.press("6")
+        await settle(app, pilot)
+        await pilot.press("escape", "ctrl+r")
+        await settle(app, pilot)
+        name = "proposal-refused-no-color-80x24"
+        failure = compare(name, app.export_screenshot(title=name), SMALL)
+    assert not failure, failure

@@ -162,7 +162,10 @@ def test_steps_by_keys_then_hangup_mid_edit_and_recover(tmux: Tmux, tmp_path: Pa
     tmux.keys("C-s")
     wait_until(lambda: b"rate_per_s: 260.0" in packet.read_bytes(), "the recovered edit saved")
     tmux.keys("C-q")
-    tmux.wait_for("unsaved edits kept in the draft")  # arrivals.cv's refused text is still kept
+    screen = tmux.wait_for("Quit with unsaved work?")  # arrivals.cv's refused text is pending
+    assert "typed but not applied" in screen
+    tmux.keys("y")
+    tmux.wait_for("unsaved edits kept in the draft")  # ... and is still kept
 
 
 def _children(pid: int) -> list[int]:

@@ -80,7 +80,7 @@ def key_display(app: WorkbenchApp, binding: Binding) -> str:
 def help_rows(app: WorkbenchApp) -> list[KeyRow]:
     """The help screen's table."""
     return [
-        KeyRow(where, key_display(app, b), b.description or b.action, b.id or "")
+        KeyRow(where, key_display(app, b), b.tooltip or b.description or b.action, b.id or "")
         for where, owner in binding_owners(app)
         for b in owner
     ]
@@ -95,9 +95,8 @@ def palette_commands(app: WorkbenchApp, screen: Screen) -> list[PaletteCommand]:
                 continue
             run = partial(app.run_action, b.action, node)
             # The first binding of an action names its key (f1 for Help, not its ? alias).
-            commands.setdefault(
-                b.description, PaletteCommand(b.description, key_display(app, b), run)
-            )
+            title = b.tooltip or b.description  # the footer's short label, spelled out
+            commands.setdefault(title, PaletteCommand(title, key_display(app, b), run))
     for number, step in enumerate(app.steps, start=1):
         title = f"Go to step {number}: {step.title}"
         commands[title] = PaletteCommand(title, step.purpose, partial(app.goto_step, step.id))

@@ -73,6 +73,8 @@ def hbm_chart(runs: Sequence[tuple[str, LabRun | LabPreview]]) -> ChartData:
         xlabel="time, s",
         series=series,
         hlines=(1.0,),
+        hline_labels=("1: bandwidth saturated",),
+        hline_name="saturated",
     )
 
 
@@ -93,12 +95,14 @@ def latency_chart(
     x = nines(LATENCY_PERCENTILES)
     return ChartData(
         kind="lines",
-        title=f"Latency by percentile, ms (SLA p95 <= {sla.p95_ms:g}, p99 <= {sla.p99_ms:g})",
+        title="Latency by percentile, ms",
         series=(
             Series("baseline", x, baseline.latency_ms),
             Series("working", x, working.latency_ms),
         ),
         hlines=(sla.p95_ms, sla.p99_ms),
+        hline_labels=(f"p95 SLA {sla.p95_ms:g}", f"p99 SLA {sla.p99_ms:g}"),
+        hline_name="SLA",
         xticks=tuple((float(nines(p)), label) for p, label in TAIL_TICKS),
     )
 
@@ -110,10 +114,12 @@ def load_chart(
     sla = packet.inputs.sla
     return ChartData(
         kind="lines",
-        title=f"p99 vs load, ms (1.0 = {rate_per_s:,.0f}/s; SLA p99 <= {sla.p99_ms:g})",
+        title=f"p99 vs load, ms (1.0 = {rate_per_s:,.0f}/s)",
         xlabel="load factor",
         series=tuple(Series(label, curve.factors, curve.p99_ms) for label, curve in curves),
         hlines=(sla.p99_ms,),
+        hline_labels=(f"p99 SLA {sla.p99_ms:g}",),
+        hline_name="SLA",
     )
 
 

@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 
 from workbench.core.session import WorkingPacket
+from workbench.widgets.note import Note
 from workbench.widgets.step_list import StepList
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class StepScreen(Screen):
                 yield Static(f"{number} · {self.step.title}", classes="step-title")
                 yield Static(self.step.purpose, classes="step-purpose")
                 yield from self.compose_main()
+        # Each action's result, above the footer where the eye already is (not in a toast
+        # over the content, nor in a note scrolled out of view); it wraps rather than cuts.
+        yield Note(id="status-line")
         yield Footer(compact=True, show_command_palette=False)
 
     def compose_main(self) -> ComposeResult:
@@ -85,6 +89,19 @@ class StepScreen(Screen):
     def refresh_steps(self) -> None:
         """Update the step list's marks."""
         self.query_one(StepList).show(self.workbench.step_rows(), self.step.id)
+
+    def unsaved_work(self) -> list[str]:
+        """What this step holds that is not in the packet (for the quit question)."""
+        return []
+
+    def tell(self, text: str, severity: str = "information") -> None:
+        """Show an action's result (or refusal) in the status line; severity is information,
+        warning or error ('' text clears the line)."""
+        note = self.query_one("#status-line", Note)
+        for name in ("information", "warning", "error"):
+            note.set_class(bool(text) and name == severity, f"-{name}")
+        mark = {"warning": "! ", "error": "✗ "}.get(severity, "")
+        note.say(f"{mark}{text}" if text else "")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if isinstance(event.option_list, StepList) and event.option.id:

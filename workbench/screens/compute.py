@@ -31,6 +31,7 @@ from workbench.widgets.note import Note
 from .base import StepScreen
 
 T = TypeVar("T")
+PROBLEM_NOTES = frozenset({"error", "sign-problem", "export-problem", "action-problem"})
 BUSY_AFTER_S = 0.3  # show that work is running when it takes longer than this
 DEBOUNCE_S = 0.15  # wait this long after the last request before computing
 
@@ -114,6 +115,8 @@ class ComputeScreen(StepScreen):
         """Show `text` in note `note_id`; `state` (missing/stale/current) colours a status."""
         note = self.query_one(f"#{note_id}", Note)
         note.say(text)
+        if text and note_id in PROBLEM_NOTES:  # where the user looks, not only in the form
+            self.tell(text, "error")
         if state is not None:
             for name in ("missing", "stale", "current"):
                 note.set_class(name == state, f"-{name}")
@@ -217,9 +220,9 @@ class ComputeScreen(StepScreen):
             self.packet_field_edited(path, event)
             return
         self.form[editor.spec.short_label] = event.value
-        editor.accepted = event.value
         editor.problem = ""
-        if event.commit:
+        if event.commit:  # typing alone is not accepted: Escape puts back the committed value
+            editor.accepted = event.value
             self.form_committed(editor.spec.short_label, event.value)
 
     def on_field_editor_refused(self, event: FieldEditor.Refused) -> None:

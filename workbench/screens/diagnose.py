@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from packets.schema import Packet
@@ -61,8 +62,10 @@ class DiagnoseScreen(LabScreen):
     """Diagnosis of the baseline run (the same cached run the Baseline step shows)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "chart(1)", "Next chart", id="next-chart", priority=True),
-        Binding("f3", "chart(-1)", "Previous chart", id="previous-chart", priority=True),
+        Binding("f2", "chart(1)", "Chart", id="next-chart", priority=True, tooltip="Next chart"),
+        Binding(
+            "f3", "chart(-1)", "Previous chart", id="previous-chart", priority=True, show=False
+        ),
     ]
 
     def compose_main(self) -> ComposeResult:
@@ -70,8 +73,9 @@ class DiagnoseScreen(LabScreen):
         from workbench.widgets.charts import Chart
 
         yield from self.compose_status()
-        yield Static("Running the baseline…", id="diagnose-class")
-        yield Static(id="diagnose-checklist")
+        with VerticalScroll(id="diagnose-text", can_focus=False):
+            yield Static("Running the baseline…", id="diagnose-class")
+            yield Static(id="diagnose-checklist")
         waiting = "waiting for the model…"
         views = [(view_id, name, Chart(waiting, id=view_id)) for view_id, name in VIEWS]
         yield ChartDeck(views, "f2/f3", id="diagnose-deck")

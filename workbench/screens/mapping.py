@@ -32,7 +32,7 @@ from workbench.widgets.fact_table import FactTable
 from workbench.widgets.field_editor import ChoiceField, FieldEditor
 from workbench.widgets.note import Note
 
-from .compute import ComputeScreen, form_field
+from .compute import ComputeScreen, form_field, one_line
 
 if TYPE_CHECKING:  # mapping_view loads the model and polars: imported where used
     from workbench.mapping.view import BucketView, ShapeView
@@ -131,8 +131,10 @@ class MappingScreen(ComputeScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_mapping", "Run again", id="mapping-run"),
-        Binding("ctrl+y", "mapping_report", "Mapping report", id="mapping-report"),
-        Binding("ctrl+l", "apply_action", "Apply action", id="apply-action"),
+        Binding(
+            "ctrl+y", "mapping_report", "Report", id="mapping-report", tooltip="Mapping report"
+        ),
+        Binding("ctrl+l", "apply_action", "Apply", id="apply-action", tooltip="Apply action"),
     ]
 
     def __init__(self, step: Any) -> None:
@@ -178,17 +180,29 @@ class MappingScreen(ComputeScreen):
         self._show_report_state()
         self._request_run(debounce=True)
 
-    def _report_current(self) -> bool:
+    def _report_key(self) -> str:
+        """What the report would be computed from now: the packet's part, the configuration
+        and the telemetry files named."""
         config = self.form.get("configuration") or "baseline"
-        return self.report is not None and self.report[0] == report_key(
-            self.workbench.working, config
-        )
+        paths = telemetry_paths(self.form.get("telemetry"))
+        return f"{report_key(self.workbench.working, config)}:{','.join(paths)}"
 
-    def _show_report_state(self) -> None:
-        if self.report is None:
+    def _report_current(self) -> bool:
+        return self.report is not None and self.report[0] == self._report_key()
+
+    def _clear_report(self) -> None:
+        """Take a report off the screen (its inputs changed, or a new one failed)."""
+        self.report = None
+        self.query_one("#report", Static).update("")
+
+    def _show_report_state(self, failure: str = "") -> None:
+        if failure:
+            text = f"No report: {failure}"
+        elif self.report is not None and not self._report_current():
+            self._clear_report()
+            text = "Cleared: the inputs, configuration or telemetry changed (ctrl+y runs it again)."
+        elif self.report is None:
             text = "No report yet: name telemetry files (comma-separated; none: the model alone)."
-        elif not self._report_current():
-            text = "Stale: computed for other inputs or another configuration (ctrl+y again)."
         else:
             report = self.report[1]
             text = f"{report['candidate']}, shape mix from {report['shape_mix']['source']}: "
@@ -199,19 +213,29 @@ class MappingScreen(ComputeScreen):
         if name == "configuration":
             self._show_report_state()
             self._request_run(debounce=True)
+        elif name == "telemetry":
+            self._show_report_state()
 
     def action_mapping_report(self) -> None:
         """Run the closed-loop mapping report on the telemetry named (off the UI thread)."""
         working = self.workbench.working
         config = self.form.get("configuration") or "baseline"
         paths = telemetry_paths(self.form.get("telemetry"))
-        key = report_key(working, config)
+        key = self._report_key()
+        self._clear_report()  # a report is shown only for the inputs it was computed from
+        self.say("report-status", "Computing the report…")
         self.start_compute(
             "Mapping report: accuracy, calibration, adaptation, actions",
             lambda stop: (key, run_report(working, config, paths)),
             self._show_report,
+            failed=self._report_failed,
             channel="report",
         )
+
+    def _report_failed(self, exc: BaseException) -> None:
+        text = f"mapping report not computed: {one_line(exc)}"
+        self._show_report_state(text)
+        self.tell(text, "error")
 
     def _show_report(self, result: tuple[str, dict]) -> None:
         self.report = result
@@ -252,7 +276,7 @@ class MappingScreen(ComputeScreen):
             return
         self.say("action-problem", "")
         self.workbench.working = result
-        self.notify(f"Candidate {overrides['name']} added from action {action['id']}: unsaved")
+        self.tell(f"Candidate {overrides['name']} added from action {action['id']}: unsaved")
 
     def action_run_mapping(self) -> None:
         """Run the chosen configuration again and refresh the tables."""

@@ -76,10 +76,18 @@ class MatrixScreen(ComputeScreen):
     """Run the validation matrix, watch it, cancel it; edit the rollback triggers."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+r", "run_matrix", "Run matrix", id="run-matrix"),
-        Binding("ctrl+g", "cancel_matrix", "Cancel run", id="cancel-matrix"),
-        Binding("ctrl+y", "toggle_size", "Quick/full", id="matrix-size"),
-        Binding("ctrl+l", "default_triggers", "Default triggers", id="default-triggers"),
+        Binding("ctrl+r", "run_matrix", "Run", id="run-matrix", tooltip="Run matrix"),
+        Binding("ctrl+g", "cancel_matrix", "Cancel run", id="cancel-matrix", show=False),
+        Binding(
+            "ctrl+y", "toggle_size", "Quick/full", id="matrix-size", tooltip="Quick/full matrix"
+        ),
+        Binding(
+            "ctrl+l",
+            "default_triggers",
+            "Triggers",
+            id="default-triggers",
+            tooltip="Default triggers",
+        ),
     ]
 
     def __init__(self, step: Any) -> None:
@@ -94,6 +102,7 @@ class MatrixScreen(ComputeScreen):
                 yield Note(id="matrix-progress-text", classes="busy")
             with Vertical(classes="review-form"):
                 yield Static("Matrix (ctrl+r runs, ctrl+g cancels)", classes="section")
+                yield Note(id="matrix-size", classes="hint")
                 values = spec_values(recorded_spec(self.workbench.working.packet))
                 for spec in (LOADS, SEEDS, REQUESTS):
                     name = spec.short_label
@@ -111,6 +120,19 @@ class MatrixScreen(ComputeScreen):
 
     def on_mount(self) -> None:
         self.query_one("#matrix-progress-row").display = False
+        self.show_size()
+
+    def show_size(self) -> None:
+        """Say which matrix the form describes and what ctrl+y switches to."""
+        quick, full = quick_and_full()
+        spec = self.current_spec()
+        if spec == quick:
+            text = "size: quick matrix, a first look (ctrl+y: full)"
+        elif spec == full:
+            text = "size: full default matrix (ctrl+y: quick)"
+        else:
+            text = "size: custom matrix (ctrl+y: quick)"
+        self.say("matrix-size", text)
 
     # --- showing ---------------------------------------------------------------------------
 
@@ -150,6 +172,8 @@ class MatrixScreen(ComputeScreen):
             editor.show_value(getattr(trigger, name), working.pending.get(dotted(path)))
 
     def form_committed(self, name: str, value: object) -> None:
+        if name in SPEC_EDITORS:
+            self.show_size()
         if name == "trigger":  # another trigger chosen: its fields into the editors
             for field in TRIGGER_FIELDS:
                 self.query_one(f"#trigger-{field}", FieldEditor).problem = ""
@@ -185,7 +209,8 @@ class MatrixScreen(ComputeScreen):
             editor.show_value(value)
             editor.set_text(format_value(editor.spec, value))
             editor.problem = ""
-        self.notify("Quick matrix (a first look)" if target == quick else "Full default matrix")
+        self.show_size()
+        self.tell("Quick matrix (a first look)" if target == quick else "Full default matrix")
 
     def action_run_matrix(self) -> None:
         """Run the matrix for the proposed candidate in the background."""
@@ -270,7 +295,7 @@ class MatrixScreen(ComputeScreen):
             return
         self.workbench.working = updated
         kept = "default triggers" if defaults else "your edited triggers kept (ctrl+l: defaults)"
-        self.notify(f"Matrix recorded: {len(matrix.cells)} cells; {kept}; unsaved until ctrl+s")
+        self.tell(f"Matrix recorded: {len(matrix.cells)} cells; {kept}; unsaved until ctrl+s")
 
     def action_default_triggers(self) -> None:
         """Replace the rollback triggers by the defaults derived from the SLA and the matrix."""

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Input, Static
 
 
 @dataclass(frozen=True)
@@ -157,3 +157,49 @@ class RecoverScreen(ModalScreen[str]):
     def action_choose(self, choice: str) -> None:
         """Close the dialog with `choice`."""
         self.dismiss(choice)
+
+
+class SaveAsScreen(ModalScreen[str | None]):
+    """Asks for the file to write a copy of the packet to; dismisses with the path typed
+    (Enter) or None (Escape)."""
+
+    DEFAULT_CSS = """
+    SaveAsScreen {
+        align: center middle;
+    }
+    #save-as-box {
+        width: 90%;
+        max-width: 100;
+        height: auto;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    #save-as-path {
+        margin-top: 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="save-as-cancel"),
+    ]
+
+    def __init__(self, reason: str, default: str) -> None:
+        super().__init__(id="save-as")
+        self.reason = reason
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="save-as-box"):
+            yield Static(Text("Save a copy", style="bold"), classes="modal-title")
+            yield Static(Text(self.reason))
+            yield Input(self.default, placeholder="path/to/packet.yaml", id="save-as-path")
+            yield Static(Text("Enter writes the copy and edits it from now on; Esc cancels."))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        """Close without saving."""
+        self.dismiss(None)

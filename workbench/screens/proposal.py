@@ -97,7 +97,10 @@ class ProposalScreen(ComputeScreen):
             return
         if not rationale:
             rationale_editor.problem = "a proposal needs a written rationale"
-            rationale_editor.input.focus()
+            self.tell(
+                "Not proposed: a proposal needs a written rationale (type it in 'rationale')",
+                "error",
+            )
             return
         working = self.workbench.working
         metric = self.form.get("primary metric") or "p99_ms"
@@ -131,4 +134,4 @@ class ProposalScreen(ComputeScreen):
             self.show_error(f"proposal not recorded: {updated.message}")
             return
         self.workbench.working = updated
-        self.notify(f"Proposed {mitigation.candidate}: unsaved until ctrl+s")
+        self.tell(f"Proposed {mitigation.candidate}: unsaved until ctrl+s")

@@ -76,7 +76,7 @@ class ReleaseScreen(ComputeScreen):
             return
         self.show_error("")
         self.workbench.working = updated
-        self.notify(f"Release: {decision.recommendation}; unsaved until ctrl+s")
+        self.tell(f"Release: {decision.recommendation}; unsaved until ctrl+s")
 
     def action_recommend(self) -> None:
         """Decide ship / ship-guarded / hold by the rule (drops any override)."""
@@ -96,7 +96,7 @@ class ReleaseScreen(ComputeScreen):
             )
         except ValueError as exc:
             editor.problem = str(exc)
-            editor.input.focus()
+            self.tell(f"No override recorded: {exc}", "error")
             return
         editor.problem = ""
         self._record(override)

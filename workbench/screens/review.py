@@ -195,7 +195,7 @@ class ReviewScreen(ComputeScreen):
         if not agent and not key:
             editor = self.query_one("#sign-key", FieldEditor)
             editor.problem = "give the private key file's path (or choose ssh-agent)"
-            editor.input.focus()
+            self.tell("Not signed: give the private key file's path (or choose ssh-agent)", "error")
             return
         choice = KeyChoice(
             Path(key).expanduser() if key else None, self.form.get("passphrase") or "", agent
@@ -239,7 +239,7 @@ class ReviewScreen(ComputeScreen):
         self.query_one("#sign-passphrase", FieldEditor).set_text("")
         self.say("sign-problem", "")
         self.workbench.working = after
-        self.notify(f"Signed as {role}: wrote {after.source}")
+        self.tell(f"Signed as {role}: wrote {after.source}")
 
     # --- export ----------------------------------------------------------------------------
 
@@ -249,7 +249,7 @@ class ReviewScreen(ComputeScreen):
         if not target:
             editor = self.query_one("#export-path", FieldEditor)
             editor.problem = "give a file to export to"
-            editor.input.focus()
+            self.tell("Not exported: give a file to export to ('export to')", "error")
             return
         self._export(Path(target).expanduser(), self.form.get("format") or "yaml", force=False)
 
@@ -273,4 +273,4 @@ class ReviewScreen(ComputeScreen):
             return
         self.say("export-problem", "")
         kept = f"; backup {backup}" if backup else ""
-        self.notify(f"Exported {out} ({fmt}){kept}")
+        self.tell(f"Exported {out} ({fmt}){kept}")

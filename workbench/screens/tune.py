@@ -54,12 +54,19 @@ class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "view(1)", "Next view", id="next-chart", priority=True),
-        Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True),
+        Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
+        Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True, show=False),
         Binding("f4", "save_candidate", "Save candidate", id="save-candidate", priority=True),
-        Binding("f5", "reset", "Reset working", id="reset-working", priority=True),
+        Binding("f5", "reset", "Reset", id="reset-working", priority=True, tooltip="Reset working"),
         Binding("f6", "search", "Search", id="run-search", priority=True),
-        Binding("f7", "pareto_next", "Use Pareto point", id="next-pareto-point", priority=True),
+        Binding(
+            "f7",
+            "pareto_next",
+            "Pareto",
+            id="next-pareto-point",
+            priority=True,
+            tooltip="Use the next Pareto point",
+        ),
     ]
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -195,10 +202,17 @@ class TuneScreen(LabScreen):
             event.editor.problem = str(exc)
             return
         event.editor.problem = ""
-        event.editor.accepted = event.value
+        if event.commit:  # typing alone is not accepted: Escape puts back the committed value
+            event.editor.accepted = event.value
         if config != self.config:
             self.config = config
             self.request_runs(debounce=True)
+
+    def unsaved_work(self) -> list[str]:
+        """The working configuration when it was edited and not saved as a candidate."""
+        if self.config == resolve_config(self.workbench.working.packet, self.start_from):
+            return []
+        return ["the Tune working configuration (f4 saves it as a candidate)"]
 
     def action_reset(self) -> None:
         """Put the working configuration back to where it started."""
@@ -247,7 +261,7 @@ class TuneScreen(LabScreen):
         app.edit(("candidates",), entries, name)
         name_editor.problem = ""
         name_editor.set_text("")
-        app.notify(f"Saved candidate '{name}' in the packet (ctrl+s writes the file)")
+        app.tell(f"Saved candidate '{name}' in the packet (ctrl+s writes the file)")
 
     # --- search ----------------------------------------------------------------------------
 
@@ -283,7 +297,7 @@ class TuneScreen(LabScreen):
     def action_pareto_next(self) -> None:
         """Make the next point of the front the working configuration (f4 then saves it)."""
         if not self.pareto:
-            self.workbench.notify("No Pareto front yet: f6 runs a search")
+            self.workbench.tell("No Pareto front yet: f6 runs a search")
             return
         index = 0 if self.pareto_index is None else (self.pareto_index + 1) % len(self.pareto)
         self.pareto_index = index
@@ -291,7 +305,7 @@ class TuneScreen(LabScreen):
         self.sync_editors()
         self.show_pareto_table()
         self.request_runs(debounce=False)
-        self.workbench.notify(
+        self.workbench.tell(
             f"Working: Pareto point {index + 1} (trial {self.pareto[index].number}); f4 saves it"
         )
 

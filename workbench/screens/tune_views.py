@@ -21,10 +21,10 @@ def status_text(
     *,
     updating: bool = False,
 ) -> Text:
-    """Three lines, always (so the views below never jump): what the working configuration is,
-    its headline against the baseline, and the bottleneck shift. With `updating`, the runs
-    shown are the last ones and a newer run is on its way (they are dimmed)."""
-    text = Text(no_wrap=True, overflow="ellipsis")
+    """Three lines (wrapped where the screen is narrow, never cut): what the working
+    configuration is, its headline against the baseline, and the bottleneck shift. With
+    `updating`, the runs shown are the last ones and a newer run is on its way (dimmed)."""
+    text = Text()
     text.append("Working: ", style="bold")
     text.append(f"{name} (from {start}) · changed: {', '.join(changes) or 'nothing'}\n")
     if working is None or baseline is None:

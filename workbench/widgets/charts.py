@@ -7,13 +7,18 @@ reduced to about twice the plot's width (peaks kept for bursty series), the buil
 cached and rebuilt only when the data, the size or the theme changed, a hidden chart is never
 built (Textual does not render hidden widgets), and rebuilds are at most one per
 MIN_REDRAW_S. Colours come from the app's theme (`theming.register_plot_theme`), so NO_COLOR
-and 16-colour themes apply to charts too.
+and 16-colour themes apply to charts too; each series also has its own glyph (braille line,
+dots, crosses; solid and shaded bars), so series stay apart without colour. Value axes get
+round ticks (`chart_data.nice_ticks`, about one per three rows) plus one tick at each reference
+line's own value (an SLA line sits on the row labelled with its target), and the legend goes in
+the title row when it fits, else in a row under the plot: never over the data.
 """
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 from plotext import _utility as plotext_utility
 from rich.text import Text
 from textual.app import RenderResult
@@ -21,7 +26,7 @@ from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from workbench.core.theming import register_plot_theme
-from workbench.lab.chart_data import ChartData, reduce_points
+from workbench.lab.chart_data import ChartData, nice_ticks, reduce_points, tick_label
 
 
 def _ordered_unique(data: object) -> list:
@@ -114,41 +119,118 @@ class Chart(PlotextPlot):
         data = self.data
         if data is None or width < 10 or height < 4:
             return Text(self.placeholder, style="italic")
+        title, legend = title_and_legend(data, width)
+        plot_height = height - (1 if legend else 0)  # a legend row sits under the plot
         plt = self.plt
         plt.clear_figure()  # never stack series (NOTES: 4 ms -> 548 ms after 300 updates)
-        plt.plotsize(width, height)
-        plt._set_size(width, height)  # see PlotextPlot.render: resizing needs both
+        plt.plotsize(width, plot_height)
+        plt._set_size(width, plot_height)  # see PlotextPlot.render: resizing needs both
         plt.theme(register_plot_theme(self.app))
-        plt.title(data.title)
+        plt.title(title)
         if data.xlabel:
             plt.xlabel(data.xlabel)
         if data.ylabel:
             plt.ylabel(data.ylabel)
+        rows = max(2, plot_height - PLOT_FRAME_ROWS)  # rows the data area has
         if data.kind == "lines":
             points = max(2, POINTS_PER_CELL * width)
-            for series in data.series:
+            for number, series in enumerate(data.series):
                 x, y = reduce_points(series.x, series.y, points, peaks=series.peaks)
-                plt.plot(x.tolist(), y.tolist(), label=series.label, marker="braille")
+                plt.plot(x.tolist(), y.tolist(), marker=LINE_MARKERS[number % len(LINE_MARKERS)])
+            self._value_axis(plt.ylim, plt.yticks, data, rows, low=None)
             for level in data.hlines:
                 plt.hline(level)
             if data.xticks:
                 plt.xticks([x for x, _ in data.xticks], [label for _, label in data.xticks])
-        elif data.kind == "bars" and len(data.series) > 1:
-            plt.multiple_bar(
-                list(data.categories),
-                [s.y.tolist() for s in data.series],
-                label=[s.label for s in data.series],
-            )
+            else:
+                self._round_x_ticks(data, width)
         elif data.kind == "bars":
-            plt.bar(list(data.categories), data.series[0].y.tolist(), label=data.series[0].label)
+            values = [s.y.tolist() for s in data.series]
+            markers = [BAR_MARKERS[i % len(BAR_MARKERS)] for i in range(len(values))]
+            if len(values) > 1:
+                plt.multiple_bar(list(data.categories), values, marker=markers)
+            else:
+                plt.bar(list(data.categories), values[0], marker=markers[0])
+            self._value_axis(plt.ylim, plt.yticks, data, rows, low=0.0)
         else:  # hbars: plotext draws the first category at the bottom, so reverse them
             values = [s.y[::-1].tolist() for s in data.series]
-            labels = [s.label for s in data.series]
+            markers = [BAR_MARKERS[i % len(BAR_MARKERS)] for i in range(len(values))]
             categories = list(data.categories[::-1])
             if len(values) > 1:
-                plt.multiple_bar(categories, values, label=labels, orientation="horizontal")
+                plt.multiple_bar(categories, values, marker=markers, orientation="horizontal")
             else:
-                plt.bar(categories, values[0], label=labels[0], orientation="horizontal")
+                plt.bar(categories, values[0], marker=markers[0], orientation="horizontal")
+            self._value_axis(plt.xlim, plt.xticks, data, max(2, width // 6), low=0.0)
         self.builds += 1
         self.built_at = time.perf_counter()
-        return Text.from_ansi(plt.build())
+        frame = Text.from_ansi(plt.build().rstrip("\n"))
+        if legend:
+            frame.append("\n")
+            frame.append(Text(legend, no_wrap=True, overflow="ellipsis"))
+        return frame
+
+    @staticmethod
+    def _value_axis(limit, ticks, data: ChartData, cells: int, *, low: float | None) -> None:  # type: ignore[no-untyped-def]
+        """Round ticks on the value axis, and each reference line's value as a tick of its
+        own (round ticks closer than one cell to it are dropped, so no two labels share a
+        row and the line sits on its own number)."""
+        values = [s.y[np.isfinite(s.y)] for s in data.series]
+        found = np.concatenate([*values, np.asarray(data.hlines, dtype=np.float64)])
+        if found.size == 0:
+            return
+        lo = float(found.min()) if low is None else min(low, float(found.min()))
+        lo_lim, hi_lim, round_ticks = nice_ticks(
+            lo, float(found.max()), max(3, cells // TICK_EVERY)
+        )
+        limit(lo_lim, hi_lim)
+        cell = (hi_lim - lo_lim) / cells
+        kept = [t for t in round_ticks if all(abs(t - h) >= cell for h in data.hlines)]
+        placed = sorted({*kept, *data.hlines})
+        ticks(placed, [tick_label(v) for v in placed])
+
+    def _round_x_ticks(self, data: ChartData, width: int) -> None:
+        """Round, evenly spaced x ticks inside the data's range (about one per 12 columns)."""
+        xs = [s.x[np.isfinite(s.x)] for s in data.series if len(s.x)]
+        if not xs:
+            return
+        found = np.concatenate(xs)
+        lo, hi = float(found.min()), float(found.max())
+        if hi <= lo:
+            return
+        _, _, ticks = nice_ticks(lo, hi, max(2, width // 12))
+        inside = [t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9]
+        self.plt.xlim(lo, hi)
+        self.plt.xticks(inside, [tick_label(t) for t in inside])
+
+
+TICK_EVERY = 3  # about one labelled tick per three rows (at least three intervals)
+PLOT_FRAME_ROWS = 4  # rows of a plot that are not data: title, two frame lines, x tick labels
+# Each series gets its own glyph, so series stay apart without colour (NO_COLOR, 16 colours):
+LINE_MARKERS = ("braille", "•", "+", "x")
+BAR_MARKERS = ("█", "▒", "░", "▚")
+LEGEND_LINE_GLYPHS = ("⠤", "•", "+", "x")  # what each line marker looks like in the legend
+
+
+def title_and_legend(data: ChartData, width: int) -> tuple[str, str]:
+    """The title row and the legend row ('' when the legend fits in the title row): the
+    legend never sits over the data. In the title row the reference lines may be named
+    once ('─ SLA'): their values are the ticks they are drawn on."""
+    room = width - 2
+    for legend in (legend_text(data), legend_text(data, short=True)):
+        combined = f"{data.title} · {legend}" if data.title else legend
+        if len(combined) <= room:
+            return combined, ""
+    return data.title, legend_text(data)
+
+
+def legend_text(data: ChartData, *, short: bool = False) -> str:
+    """The legend row under the plot: each series' glyph and label, then the reference
+    lines with their values ('─ p99 SLA 76')."""
+    glyphs = LEGEND_LINE_GLYPHS if data.kind == "lines" else BAR_MARKERS
+    parts = [f"{glyphs[i % len(glyphs)]} {s.label}" for i, s in enumerate(data.series)]
+    if short and data.hline_name:
+        return "  ".join([*parts, f"─ {data.hline_name}"])
+    for number, level in enumerate(data.hlines):
+        label = data.hline_labels[number] if number < len(data.hline_labels) else ""
+        parts.append(f"─ {label or tick_label(level)}")
+    return "  ".join(parts)

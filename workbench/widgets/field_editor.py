@@ -133,7 +133,11 @@ class FieldEditor(Widget):
         event.stop()
         self.read(event.value, commit=True)
 
+    def on_descendant_focus(self) -> None:
+        self.add_class("-focused")  # restyles the label too (:focus-within alone does not)
+
     def on_descendant_blur(self) -> None:
+        self.remove_class("-focused")
         if self.unapplied:
             self.read(self.text, commit=True)
 

@@ -15,6 +15,11 @@ class Note(Static):
         self._said: str | Text = text
         self.display = bool(text)
 
+    @property
+    def said(self) -> str:
+        """The text shown now ('' while hidden)."""
+        return str(self._said)
+
     def say(self, text: str | Text) -> None:
         """Show `text` ('' hides the note)."""
         if text == self._said:
