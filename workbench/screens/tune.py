@@ -65,6 +65,7 @@ class TuneScreen(LabScreen):
             "Pareto",
             id="next-pareto-point",
             priority=True,
+            show=False,  # the footer fits 80 columns; help and the palette list it
             tooltip="Use the next Pareto point",
         ),
     ]
