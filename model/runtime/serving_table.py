@@ -1,0 +1,96 @@
+"""The iteration-time table of a serving engine, from the compile-plan model, built once.
+
+A mixed iteration is one forward pass of the decoder: its token-parallel kernels (norms, QKV,
+out, gate/up, down projections, RoPE, residual adds) run over all m = d + p tokens of the batch
+(d decode steps, p prefill tokens) and read the weights once; attention runs per sequence, over
+each decode sequence's KV length and over the prefill chunk. So the table is separable:
+
+    time(d, kv, p) = lin(m = d + p) + decode_attention(d, kv) + prefill_attention(p)
+
+lin is the compiled plan costed as a prefill pass of m tokens (GEMMs at m rows: the weight
+stream is paid once per iteration, which is why a decode step piggybacking on a prefill chunk
+is nearly free when the chunk is compute-bound); decode_attention is the plan's attention
+kernels in the decode phase at batch d over KV length kv; prefill_attention the same kernels in
+the prefill phase over p tokens (causal within the chunk; earlier chunks' KV is not re-read:
+a simplification, small while p and the prompt are close). Fused groups that hold attention
+are costed whole in the attention terms (their other ops' share then scales with the same
+tokens). Times are the plan's launch + compute + memory per pass times `layers`, as in the
+dynamic batcher's `ServiceTable` (model/compiler/service_table.py).
+
+Buckets pad up: all counts 1..64, then steps of 2^(1/4) (about 19% apart), as serving engines
+capture graphs at a ladder of batch sizes. One vectorized `evaluate_plan` call per term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from model.compiler.blocks import BlockSpec
+from model.compiler.fusion import fusion_groups
+from model.compiler.hardware import HardwareEnvelope
+from model.compiler.plan import evaluate_plan, resolve_tiles
+from model.runtime.serving import IterationTable
+
+DENSE_UP_TO = 64
+"""Buckets hold every count up to here (decode batches are small and their time is steep)."""
+STEP = 2.0**0.25
+"""Ratio between buckets above DENSE_UP_TO: padding costs at most 19% of tokens."""
+
+
+def bucket_edges(largest: int) -> np.ndarray:
+    """(E,) int64 ascending bucket edges 1..DENSE_UP_TO, then x STEP, the last >= largest."""
+    edges = list(range(1, min(largest, DENSE_UP_TO) + 1))
+    while edges[-1] < largest:
+        edges.append(min(largest, max(edges[-1] + 1, int(np.ceil(edges[-1] * STEP)))))
+    return np.asarray(edges, np.int64)
+
+
+def _kernel_ms(kernels, layers: int, pick) -> np.ndarray:
+    total = np.zeros(len(kernels[0].launch_us))
+    for k in kernels:
+        if pick("attention" in k.ops):
+            total = total + (k.launch_us + k.floor_us + k.compute_us + k.memory_us)
+    return total * layers / 1e3
+
+
+def build_iteration_table(
+    block: BlockSpec,
+    hardware: HardwareEnvelope,
+    fusion: str | Sequence[Sequence[str]],
+    tiles: Mapping | None,
+    *,
+    max_num_seqs: int,
+    max_tokens: int,
+    longest_sequence: int,
+) -> IterationTable:
+    """The engine's iteration table for a compiled plan (fusion preset or groups, explicit
+    tiles; other tiles autotuned per bucket). max_tokens: largest prefill tokens in one
+    iteration (max_num_batched_tokens, or the longest sequence when prompts go whole)."""
+    if block.kind != "llama-decoder":
+        raise ValueError(f"block.kind must be llama-decoder for serving (got {block.kind!r})")
+    prefill = replace(block, phase="prefill")
+    decode = replace(block, phase="decode")
+    explicit = resolve_tiles(prefill, hardware, tiles)
+    groups = fusion_groups(prefill, fusion)
+    biggest_p = max(max_tokens, longest_sequence)
+    m_edges = bucket_edges(max_num_seqs + biggest_p)
+    p_edges = bucket_edges(biggest_p)
+    kv_edges = bucket_edges(longest_sequence)
+    ones = np.ones(len(m_edges))
+    lin = _kernel_ms(
+        evaluate_plan(prefill, hardware, groups, explicit, ones, m_edges), block.layers,
+        lambda has_attention: not has_attention,
+    )  # fmt: skip
+    pre = _kernel_ms(
+        evaluate_plan(prefill, hardware, groups, explicit, np.ones(len(p_edges)), p_edges),
+        block.layers, lambda has_attention: has_attention,
+    )  # fmt: skip
+    d_grid, kv_grid = np.meshgrid(np.arange(1, max_num_seqs + 1), kv_edges, indexing="ij")
+    dec = _kernel_ms(
+        evaluate_plan(decode, hardware, groups, explicit, d_grid.ravel(), kv_grid.ravel()),
+        block.layers, lambda has_attention: has_attention,
+    ).reshape(d_grid.shape)  # fmt: skip
+    return IterationTable(m_edges, lin, kv_edges, dec, p_edges, pre)
