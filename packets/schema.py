@@ -216,6 +216,7 @@ ENVELOPE_FIELDS: dict[str, Any] = {
     "peak_tflops": (dict[Dtype, envelope_number("peak_tflops")] | None, None),  # type: ignore[misc]
     "vector_tflops": (envelope_number("vector_tflops") | None, None),
     "hbm_gbs": (envelope_number("hbm_gbs") | None, None),
+    "hbm_gib": (envelope_number("hbm_gib") | None, None),
     "cache_gbs": (envelope_number("cache_gbs") | None, None),
     "sram_kib_per_unit": (envelope_number("sram_kib_per_unit") | None, None),
     "shared_cache_mib": (envelope_number("shared_cache_mib") | None, None),
