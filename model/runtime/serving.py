@@ -248,6 +248,12 @@ class ServingTrace:
         prompt_len, output_len: (N,) int64 tokens.
         preemptions: (N,) int64 times each request was preempted (recomputed).
         engine: (N,) int64 engine that finished it.
+        scheduled_ms: (N,) float64 start of the first iteration that scheduled it, ms.
+        interference_ms: (N,) float64 time its decode steps spent on other requests' prefill
+            tokens (iteration time minus the same iteration without them), ms.
+        preempted_ms: (N,) float64 time from each eviction until recomputed back to where it
+            was (the recompute's own iteration included), ms; preempted_before_first_ms: the
+            part before its first token.
     """
 
     arrival_ms: np.ndarray
@@ -257,6 +263,10 @@ class ServingTrace:
     output_len: np.ndarray
     preemptions: np.ndarray
     engine: np.ndarray
+    scheduled_ms: np.ndarray
+    interference_ms: np.ndarray
+    preempted_ms: np.ndarray
+    preempted_before_first_ms: np.ndarray
 
     @property
     def ttft_ms(self) -> np.ndarray:
@@ -333,8 +343,12 @@ def simulate_serving(
     config: ServingConfig,
     table: IterationTable | None = None,
     stream: ServingStream | None = None,
+    *,
+    request_level: bool = False,
 ) -> ServingResult:
-    """Run the continuous scheduler. table: required for `service.source: model`."""
+    """Run the continuous scheduler. table: required for `service.source: model`.
+    request_level: admit requests only into an empty engine (request-level batching, the
+    baseline continuous batching is judged against; same iteration costs)."""
     pinned = config.service.source == "distribution"
     _require(pinned or table is not None, "service.source model needs an iteration table")
     stream = stream or generate_serving_requests(config)
@@ -349,12 +363,13 @@ def simulate_serving(
         int(config.policy.max_num_seqs),
         int(config.policy.max_num_batched_tokens),
         bool(config.policy.chunked_prefill),
+        bool(request_level),
         np.int64(kv if kv is not None else np.iinfo(np.int64).max // 4),
         pinned,
         stream.iteration_draws_ms if pinned else np.zeros(1),
         *_table_arrays(None if pinned else table, config),
     )
-    first, finish, preempted, engine, *its = out
+    first, finish, preempted, engine, scheduled, interference, lost, lost_first, *its = out
     n = len(stream.arrival_ms)
     measured = np.arange(n) >= int(config.workload.warmup_fraction * n)
     return ServingResult(
@@ -368,6 +383,10 @@ def simulate_serving(
             stream.output_len,
             preempted,
             engine,
+            scheduled,
+            interference,
+            lost,
+            lost_first,
         ),
         iterations=IterationTrace(*its),
         measured=measured,

@@ -38,6 +38,7 @@ def serving_kernel(
     max_seqs,
     max_tokens,
     chunked,
+    request_level,
     kv_capacity,
     pinned,
     draws,
@@ -51,7 +52,8 @@ def serving_kernel(
     """Simulate every engine's iterations until every request has produced its tokens.
 
     Requests (N,) sorted by arrival: arrival ms, prompt and output lengths (tokens), route (the
-    engine for round-robin/random). kv_capacity: KV-cache tokens per engine. pinned: iteration
+    engine for round-robin/random). request_level: admit only into an empty engine (the batch
+    runs until its last sequence ends: request-level batching, for comparison). kv_capacity: KV-cache tokens per engine. pinned: iteration
     i takes draws[i % len(draws)] ms; else the table: lin_ms[m bucket of decode + prefill
     tokens] + dec_attn_ms[decode seqs, kv bucket of their mean KV length] + pre_attn_ms[prefill
     token bucket]. Returns per-request first-token and finish times, preemption counts and
@@ -63,6 +65,11 @@ def serving_kernel(
     preempted = np.zeros(n, np.int64)
     computed = np.zeros(n, np.int64)
     generated = np.zeros(n, np.int64)
+    scheduled = np.full(n, np.nan)  # start of the first iteration that scheduled the request
+    interference = np.zeros(n)  # decode-step time spent on others' prefill tokens, ms
+    lost = np.zeros(n)  # preemption: from eviction until recomputed to where it was, ms
+    lost_before_first = np.zeros(n)
+    evicted_at = np.full(n, np.nan)
     # Queues: one ring per engine, plus a shared one (index n_engines) for central-queue.
     nq = n_engines + 1
     cap = n + 1
@@ -130,6 +137,7 @@ def serving_kernel(
                 kv_used[e] -= computed[v]
                 computed[v] = 0
                 preempted[v] += 1
+                evicted_at[v] = t
                 any_preempt = True
                 head[q] = (head[q] - 1) % cap
                 ring[q, head[q]] = v
@@ -150,7 +158,7 @@ def serving_kernel(
             free -= take
             i += 1
         # 2. waiting requests, in queue order (preempted ones first), while seats and memory last
-        if not any_preempt:
+        if not any_preempt and not (request_level and n_running[e] > 0):
             while size[q] > 0 and n_running[e] < max_seqs and budget > 0:
                 r = ring[q, head[q]]
                 need = prompt[r] + generated[r] - computed[r]
@@ -184,22 +192,35 @@ def serving_kernel(
                 kv_dec += computed[r] + 1
             else:
                 pre += tokens[s]
-        if pinned:
+        if pinned:  # the drawn time whatever the batch: no prefill interference by construction
             dt = draws[k % len(draws)]
+            dt_decode_only = dt
         else:
-            dt = lin_ms[_bucket(m_edges, n_dec + pre)]
+            attn = 0.0
             if n_dec > 0:
                 mean_kv = (kv_dec + n_dec - 1) // n_dec
-                dt += dec_attn_ms[n_dec - 1, _bucket(kv_edges, mean_kv)]
+                attn = dec_attn_ms[n_dec - 1, _bucket(kv_edges, mean_kv)]
+            dt = lin_ms[_bucket(m_edges, n_dec + pre)] + attn
+            dt_decode_only = lin_ms[_bucket(m_edges, max(n_dec, 1))] + attn
             if pre > 0:
                 dt += pre_attn_ms[_bucket(p_edges, pre)]
         end = t + dt
         # apply: KV grows by the tokens computed; a sequence that caught up emits a token
         for s in range(ns):
             r = running[e, sched[s]]
+            if np.isnan(scheduled[r]):
+                scheduled[r] = t
+            decoding = tokens[s] == 1 and computed[r] == prompt[r] + generated[r] - 1
+            if decoding and generated[r] > 0:
+                interference[r] += dt - dt_decode_only
             computed[r] += tokens[s]
             kv_used[e] += tokens[s]
             if computed[r] == prompt[r] + generated[r]:
+                if not np.isnan(evicted_at[r]):  # recomputed back to where it was
+                    lost[r] += end - evicted_at[r]
+                    if generated[r] == 0:
+                        lost_before_first[r] += end - evicted_at[r]
+                    evicted_at[r] = np.nan
                 generated[r] += 1
                 if generated[r] == 1:
                     first[r] = end
@@ -235,6 +256,10 @@ def serving_kernel(
         finish,
         preempted,
         engine_of,
+        scheduled,
+        interference,
+        lost,
+        lost_before_first,
         it_start[:k].copy(),
         it_end[:k].copy(),
         it_engine[:k].copy(),
