@@ -48,6 +48,13 @@ def summarize_scenario(scenario: Scenario, path: str, result: RuntimeResult) -> 
 
 def run_scenario(scenario: Scenario, path: str) -> RunReport:
     """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract)."""
+    if scenario.is_serving:  # continuous batching: packets/serving_scenario.py
+        from .serving_scenario import run_serving
+
+        command = reproduce_command(path, scenario)
+        summary, result = run_serving(scenario.serving, scenario.iteration_table, command)
+        head = {"packet": scenario.packet.id, "candidate": scenario.candidate}
+        return RunReport(summary={**head, **summary}, result=result)
     return summarize_scenario(scenario, path, simulate_scenario(scenario))
 
 

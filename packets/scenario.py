@@ -45,7 +45,9 @@ def block_spec(block: Block, dtype: str) -> BlockSpec:
     """The model's block; dimensions a kind does not use are set to 1 (they are never read)."""
     return BlockSpec(
         kind=block.kind,
-        phase=block.phase,
+        phase="decode"
+        if block.phase == "serving"
+        else block.phase,  # per-step views: a decode step
         dtype=dtype,
         hidden=block.hidden,
         heads=block.heads or 1,
@@ -139,6 +141,31 @@ class Scenario:
             baseline_fusion=fusion_spec(base.config),
             baseline_tiles=tile_spec(base.config),
         )
+
+    @property
+    def is_serving(self) -> bool:
+        """True when this configuration runs the continuous scheduler (LLM serving)."""
+        from .serving_scenario import is_serving
+
+        return is_serving(self.config)
+
+    @cached_property
+    def serving(self):
+        """The continuous scheduler's inputs (packets/serving_scenario.py); None otherwise."""
+        from .serving_scenario import serving_config
+
+        if not self.is_serving:
+            return None
+        return serving_config(self.packet, self.config, self.hardware, self.block, self.runtime)
+
+    @cached_property
+    def iteration_table(self):
+        """The serving engine's iteration-time table (None: pinned, or not serving)."""
+        from .serving_scenario import iteration_table
+
+        if self.serving is None:
+            return None
+        return iteration_table(self.config, self.serving, self.hardware, self.block)
 
     @cached_property
     def all_compiled_table(self) -> ServiceTable | None:

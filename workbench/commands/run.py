@@ -10,7 +10,7 @@ from packets.errors import UsageError
 from packets.load import load_packet
 from packets.schema import MAX_REQUESTS
 
-from ..render import run_text
+from ..render import run_text, serving_text
 
 
 def positive_int(text: str) -> int:
@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc.args[0])) from None
     if args.json:
         print(json.dumps(report.summary, indent=2, ensure_ascii=False, allow_nan=False))
+    elif report.summary.get("scheduler") == "continuous":
+        print(serving_text(report.summary))
     else:
         print(run_text(report.summary))
     return 0
