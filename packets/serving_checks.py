@@ -26,11 +26,24 @@ GENERATION = ("inputs", "workload", "generation")
 
 
 def _configs(packet: Packet) -> Iterator[tuple[Config, Path_, set[str] | None]]:
-    """(configuration, its path, the sections a candidate sets; None for the baseline)."""
+    """(configuration, its path, what a candidate sets: sections, and batch_policy.<field>
+    for the batch-policy fields it patches; None for the baseline)."""
     yield packet.baseline, ("baseline",), None
     for i, candidate in enumerate(packet.candidates):
         own = {name for name in type(candidate).model_fields if getattr(candidate, name)}
+        if candidate.batch_policy is not None:
+            patched = candidate.batch_policy.model_dump(exclude_none=True)
+            own |= {f"batch_policy.{name}" for name in patched}
         yield apply_candidate(packet.baseline, candidate), ("candidates", i), own
+
+
+def _own(path: Path_, own: set[str] | None) -> bool:
+    """A problem is the candidate's when it sets the field (inherited ones are the baseline's)."""
+    if own is None:
+        return True
+    if path[2] == "batch_policy" and len(path) > 3:
+        return f"batch_policy.{path[3]}" in own
+    return path[2] in own
 
 
 def _mix(mix, path: Path_) -> Found:
@@ -84,6 +97,15 @@ def _config(packet: Packet, config: Config, path: Path_) -> Found:
             " tokens) without chunked_prefill",
             "error",
         )
+    elif not policy.chunked_prefill and policy.max_num_seqs is not None:
+        room = policy.max_num_batched_tokens - policy.max_num_seqs
+        if room < longest_prompt:
+            yield (
+                (*bp, "max_num_batched_tokens"),
+                f"beside {policy.max_num_seqs} decode steps only {room} tokens are left: a "
+                f"{longest_prompt}-token prompt waits until the engine drains",
+                "warning",
+            )
     longest = longest_prompt + max(generation.output_len.values)
     if policy.kv_cache_tokens is not None and policy.kv_cache_tokens < longest:
         yield (
@@ -113,7 +135,7 @@ def serving_problems(packet: Packet) -> Found:
         yield from _mix(workload.generation.output_len, (*GENERATION, "output_len"))
     for config, path, own in _configs(packet):
         for found in _config(packet, config, path):
-            if own is None or found[0][2] in own:  # inherited problems are reported once
+            if _own(found[0], own):  # inherited problems are reported once, at the baseline
                 yield found
 
 
@@ -125,6 +147,9 @@ def serving_model_problems(
     generation = packet.inputs.workload.generation
     if policy.scheduler != "continuous" or policy.kv_cache_tokens is not None or not generation:
         return []
+    base = packet.baseline.batch_policy
+    if where != ("baseline",) and base.scheduler == "continuous" and base.kv_cache_tokens is None:
+        return []  # the same default as the baseline's: reported there once
     path = (*where, "batch_policy")  # kv_cache_tokens is absent: locate at its section
     try:
         kv = default_kv_cache_tokens(block, hw.hbm_gib)
