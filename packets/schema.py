@@ -344,18 +344,28 @@ class Fallback(Strict):
     )
 
 
+def _dynamic_requires_timer(schema: dict[str, Any]) -> None:
+    """JSON Schema: max_batch and max_queue_delay_ms are required unless scheduler is
+    continuous (which fills them in: see BatchPolicy)."""
+    needed = ["max_batch", "max_queue_delay_ms"]
+    schema["required"] = [r for r in schema.get("required", []) if r not in needed]
+    schema["if"] = {"not": {"properties": {"scheduler": {"const": "continuous"}},
+                            "required": ["scheduler"]}}  # fmt: skip
+    schema["then"] = {"required": needed}
+
+
 class BatchPolicy(Strict):
     """Dynamic batching, Triton semantics; or, with `scheduler: continuous`, iteration-level
     batching of LLM serving (max_batch then defaults to max_num_seqs and the delay to 0, the
     request-level batcher the same packet compares against)."""
 
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, json_schema_extra=_dynamic_requires_timer
+    )
+
     scheduler: choice(*SCHEDULERS) = "dynamic"  # type: ignore[valid-type]
-    max_batch: BatchSize | None = Field(  # type: ignore[valid-type]
-        default=None, description="Largest batch (required for scheduler dynamic)."
-    )
-    max_queue_delay_ms: number(ge=0, le=MAX_QUEUE_DELAY_MS) | None = Field(  # type: ignore[valid-type]
-        default=None, description="Batching timer, ms (required for scheduler dynamic)."
-    )
+    max_batch: BatchSize  # type: ignore[valid-type]
+    max_queue_delay_ms: number(ge=0, le=MAX_QUEUE_DELAY_MS)  # type: ignore[valid-type]
     bucketing: Bool = Field(default=False, description="Keep each batch within one shape bucket.")
     max_num_seqs: BatchSize | None = Field(default=None, description="Sequences per iteration.")  # type: ignore[valid-type]
     max_num_batched_tokens: integer(gt=0, le=MAX_SEQ_LEN) | None = Field(  # type: ignore[valid-type]
@@ -366,16 +376,18 @@ class BatchPolicy(Strict):
         default=None, description="KV-cache capacity per engine, tokens (default: HBM left)."
     )
 
-    @model_validator(mode="after")
-    def _continuous_defaults(self) -> BatchPolicy:
-        """Continuous: max_batch defaults to max_num_seqs, the delay to 0 (dynamic: both are
-        required, reported by packets/checks.py with their lines)."""
-        if self.scheduler == "continuous":
-            if self.max_batch is None and self.max_num_seqs is not None:
-                object.__setattr__(self, "max_batch", self.max_num_seqs)
-            if self.max_queue_delay_ms is None:
-                object.__setattr__(self, "max_queue_delay_ms", 0.0)
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _continuous_defaults(cls, data: Any) -> Any:
+        """Continuous: max_batch defaults to max_num_seqs, the delay to 0 (dynamic: both stay
+        required, with the schema's own 'required field is missing')."""
+        if isinstance(data, dict) and data.get("scheduler") == "continuous":
+            data = dict(data)
+            seqs = data.get("max_num_seqs")
+            ok = isinstance(seqs, int) and not isinstance(seqs, bool) and 0 < seqs <= MAX_BATCH
+            data.setdefault("max_batch", seqs if ok else 1)
+            data.setdefault("max_queue_delay_ms", 0.0)
+        return data
 
 
 class ModelService(Strict):

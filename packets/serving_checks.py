@@ -65,9 +65,6 @@ def _config(packet: Packet, config: Config, path: Path_) -> Found:
     bp = (*path, "batch_policy")
     serving = packet.inputs.workload.block.phase == "serving"
     if policy.scheduler == "dynamic":
-        for name in ("max_batch", "max_queue_delay_ms"):
-            if getattr(policy, name) is None:
-                yield (*bp, name), "required for scheduler dynamic", "error"
         for name in CONTINUOUS_ONLY:
             if getattr(policy, name) is not None:
                 yield (*bp, name), "applies only to scheduler continuous: remove it", "error"
