@@ -222,3 +222,19 @@ def test_same_seed_gives_identical_bytes_whatever_the_thread_count() -> None:
         digests.add(out.stdout.strip())
     assert len(digests) == 1
     assert hashlib.sha256(b"").hexdigest() not in digests
+
+
+def test_every_preset_gives_a_cited_hbm_capacity_and_the_kv_default_follows_it() -> None:
+    from model.compiler.hardware import PRESET_SOURCES
+    from model.runtime.serving_table import default_kv_cache_tokens, kv_bytes_per_token
+
+    for name, sources in PRESET_SOURCES.items():
+        assert preset(name).hbm_gib > 0, name
+        assert "hbm_gib" in sources, name
+    assert kv_bytes_per_token(LLAMA_8B) == 2 * 8 * 128 * 2 * 32  # 128 KiB per token
+    h100, h200 = (
+        default_kv_cache_tokens(LLAMA_8B, preset(n).hbm_gib) for n in ("h100-sxm", "h200-sxm")
+    )
+    assert 400_000 < h100 < h200  # ~64 GB of KV on an 80 GB part, more on 141 GB
+    with pytest.raises(ValueError, match=r"^batch_policy\.kv_cache_tokens is required"):
+        default_kv_cache_tokens(LLAMA_8B, 0.0)
