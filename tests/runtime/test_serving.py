@@ -195,7 +195,7 @@ def test_without_chunked_prefill_the_token_budget_must_hold_the_longest_prompt()
 
 
 SCRIPT = """
-import hashlib, numpy as np
+import hashlib, json, numpy as np
 from tests.runtime.test_serving import config, ContinuousPolicy, simulate_serving, ServiceSpec
 run = simulate_serving(config(rate=50.0, prompt=((64, 900), (0.5, 0.5)), output=((8, 90),
     (0.5, 0.5)), policy=ContinuousPolicy(16, 512, True, 4000), cores=2,
@@ -203,11 +203,18 @@ run = simulate_serving(config(rate=50.0, prompt=((64, 900), (0.5, 0.5)), output=
 h = hashlib.sha256()
 for a in (run.requests.first_token_ms, run.requests.finish_ms, run.iterations.kv_tokens):
     h.update(np.ascontiguousarray(a).tobytes())
+from packets.examples import example_path
+from packets.load import load_packet
+from packets.runs import run_packet
+report = run_packet(load_packet(example_path("llm-serving-continuous")), requests=3000)
+h.update(json.dumps(report.summary).encode())
 print(h.hexdigest())
 """
 
 
 def test_same_seed_gives_identical_bytes_whatever_the_thread_count() -> None:
+    """A pinned multi-engine run with preemption and the example's model-backed run (its
+    iteration table included) hash the same with 1 and 2 BLAS/OpenMP/numba threads."""
     digests = set()
     for threads in ("1", "2"):
         env = {"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
