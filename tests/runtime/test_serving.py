@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import preset
@@ -245,3 +247,47 @@ def test_every_preset_gives_a_cited_hbm_capacity_and_the_kv_default_follows_it()
     assert 400_000 < h100 < h200  # ~64 GB of KV on an 80 GB part, more on 141 GB
     with pytest.raises(ValueError, match=r"^batch_policy\.kv_cache_tokens is required"):
         default_kv_cache_tokens(LLAMA_8B, 0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seqs=st.integers(1, 8),
+    budget=st.integers(16, 600),
+    chunked=st.booleans(),
+    spare=st.integers(0, 400),
+    cores=st.integers(1, 3),
+    placement=st.sampled_from(["central-queue", "round-robin", "random", "least-loaded"]),
+    seed=st.integers(0, 2**31),
+)
+def test_invariants_hold_for_any_small_engine(
+    seqs: int, budget: int, chunked: bool, spare: int, cores: int, placement: str, seed: int
+) -> None:
+    """Whatever the limits: every request finishes with all its tokens, after its first token,
+    no engine's KV cache overfills, no iteration exceeds the token budget unless it is one
+    whole prompt alone, and sequences per iteration never exceed max_num_seqs."""
+    prompt = ((16, 200), (0.5, 0.5))
+    output = ((1, 30), (0.5, 0.5))
+    if not chunked:
+        budget = max(budget, 200)
+    kv = 230 + spare
+    run = simulate_serving(
+        config(
+            rate=200.0,
+            prompt=prompt,
+            output=output,
+            policy=ContinuousPolicy(seqs, budget, chunked, kv),
+            service=ServiceSpec("distribution", "exponential", 1.0),
+            cores=cores,
+            placement=placement,
+            requests=300,
+            seed=seed,
+        )
+    )
+    r, it = run.requests, run.iterations
+    assert np.all(np.isfinite(r.finish_ms)) and np.all(r.finish_ms >= r.first_token_ms)
+    assert np.all(r.first_token_ms > r.arrival_ms)
+    assert it.kv_tokens.max() <= kv
+    assert np.all(it.decode_seqs <= seqs)
+    over = it.decode_seqs + it.prefill_tokens > budget
+    assert np.all(it.decode_seqs[over] == 0)  # only a lone recomputed prompt may exceed it
+    assert np.all(np.diff(it.start_ms[it.engine == 0]) >= 0)
