@@ -370,6 +370,8 @@ def simulate_serving(
         *_table_arrays(None if pinned else table, config),
     )
     first, finish, preempted, engine, scheduled, interference, lost, lost_first, *its = out
+    if not np.all(np.isfinite(finish)):  # the checks make this unreachable; never half-report
+        raise RuntimeError("the serving scheduler stopped with requests unfinished")
     n = len(stream.arrival_ms)
     measured = np.arange(n) >= int(config.workload.warmup_fraction * n)
     return ServingResult(

@@ -101,6 +101,8 @@ def serving_kernel(
             if clock[j] < clock[e]:
                 e = j
         t = clock[e]
+        if t == inf:  # cannot happen (a lone sequence always fits): stop rather than spin
+            break
         while nxt < n and arrival[nxt] <= t:  # route every arrival up to now
             if placement == CENTRAL:
                 q = n_engines
@@ -137,7 +139,8 @@ def serving_kernel(
                 kv_used[e] -= computed[v]
                 computed[v] = 0
                 preempted[v] += 1
-                evicted_at[v] = t
+                if np.isnan(evicted_at[v]):  # evicted again before catching up: one window
+                    evicted_at[v] = t
                 any_preempt = True
                 head[q] = (head[q] - 1) % cap
                 ring[q, head[q]] = v

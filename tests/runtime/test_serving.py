@@ -22,6 +22,7 @@ from model.runtime.serving import (
     ServingConfig,
     simulate_serving,
 )
+from model.runtime.serving_summary import latency_parts
 from model.runtime.serving_table import build_iteration_table
 
 LLAMA_8B = BlockSpec("llama-decoder", "decode", "bf16", 4096, 32, 8, 128, 14336, 32)
@@ -131,6 +132,10 @@ def test_small_kv_cache_preempts_newest_and_still_completes_every_request(h100_t
     assert np.all(np.isfinite(run.requests.finish_ms))
     assert run.iterations.kv_tokens.max() <= kv
     assert np.all(run.requests.finish_ms >= run.requests.first_token_ms)
+    parts = latency_parts(run)  # additive, and no part negative (one window per eviction run)
+    assert np.allclose(sum(parts.values()), run.requests.latency_ms, rtol=1e-12, atol=1e-9)
+    assert all(np.all(v >= -1e-9) for v in parts.values())
+    assert np.all(parts["preemption"][run.requests.preemptions > 0] > 0)
     unlimited = simulate_serving(
         config(
             rate=6.0,
