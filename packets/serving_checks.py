@@ -23,6 +23,10 @@ Found = Iterator[tuple[Path_, str, str]]
 CONTINUOUS_ONLY = ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "kv_cache_tokens")
 WEIGHT_TOLERANCE = 1e-6  # as packets/checks.py: decimal rounding headroom
 GENERATION = ("inputs", "workload", "generation")
+MAX_SERVING_REQUESTS = 1_000_000
+"""Requests per serving run: the loop keeps 48 bytes per iteration (the KV timeline) and the
+example makes 12-14 iterations per request, so 10^6 requests hold ~1.3 GB at the arrays'
+doubling growth, under the 2.1 GB a dynamic run may take at its own cap (README "Memory")."""
 
 
 def _configs(packet: Packet) -> Iterator[tuple[Config, Path_, set[str] | None]]:
@@ -123,6 +127,13 @@ def serving_problems(packet: Packet) -> Found:
         yield (
             ("inputs", "workload", "block", "kind"),
             f"phase serving needs kind llama-decoder (got {workload.block.kind})",
+            "error",
+        )
+    if serving and workload.requests > MAX_SERVING_REQUESTS:
+        yield (
+            ("inputs", "workload", "requests"),
+            f"a serving run is capped at {MAX_SERVING_REQUESTS:,} requests (memory grows with "
+            "its iterations); use several runs with other seeds",
             "error",
         )
     if not serving and workload.generation is not None:

@@ -142,6 +142,12 @@ def _line_of(path: Path, needle: str) -> int:
             "candidates[3].batch_policy.kv_cache_tokens: 5000 cannot hold the longest sequence",
         ),
         (
+            "    requests: 20000",
+            "    requests: 2000000",
+            "requests: 2000000",
+            "inputs.workload.requests: a serving run is capped at 1,000,000 requests",
+        ),
+        (
             "    preset: h100-sxm\n",
             "    preset: h100-sxm\n    hbm_gib: 10.0\n",
             "  batch_policy:",
@@ -159,3 +165,10 @@ def test_bad_serving_fields_fail_check_with_one_line_at_the_field(
     assert lines and all(line.startswith(f"{path}:") for line in lines), lines
     assert any(line.startswith(f"{path}:{_line_of(path, needle)}: {message}") for line in lines)
     assert "Traceback" not in err.err
+
+
+def test_serving_runs_are_capped_with_a_usage_error(capsys) -> None:
+    assert main(["run", str(example_path(EXAMPLE)), "--requests", "1000001"]) == 2
+    err = capsys.readouterr().err
+    assert "--requests 1000001 is over the cap of 1000000 requests per serving run" in err
+    assert len(err.strip().splitlines()) == 1

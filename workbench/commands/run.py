@@ -33,6 +33,19 @@ def check_request_cap(requests: int | None) -> None:
         )
 
 
+def check_serving_cap(packet, requests: int | None) -> None:
+    """Hold a --requests override on a serving packet to the serving cap (UsageError, exit 2)."""
+    from packets.serving_checks import MAX_SERVING_REQUESTS
+
+    serving = packet.inputs.workload.block.phase == "serving"
+    if serving and requests is not None and requests > MAX_SERVING_REQUESTS:
+        raise UsageError(
+            f"--requests {requests} is over the cap of {MAX_SERVING_REQUESTS} requests per "
+            "serving run (memory grows with its iterations); use several runs with other --seed "
+            "values"
+        )
+
+
 def seed_int(text: str) -> int:
     try:
         value = int(text)
@@ -63,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_request_cap(args.requests)
     loaded = load_packet(args.packet)
+    check_serving_cap(loaded.packet, args.requests)
     try:
         report = run_packet(loaded, args.candidate, seed=args.seed, requests=args.requests)
     except KeyError as exc:
