@@ -94,6 +94,8 @@ def iteration_table(
         max_num_seqs=serving.policy.max_num_seqs,
         max_tokens=serving.policy.max_num_batched_tokens,
         longest_sequence=serving.longest_sequence,
+        compiled_shapes=list(config.compiled_shapes.seq_len),
+        dispatch_us=config.fallback.dispatch_overhead_us,
     )
 
 
@@ -102,7 +104,7 @@ def run_serving(
 ) -> tuple[dict, ServingResult]:
     """Simulate and summarize (the summary without `packet` and `candidate`)."""
     result = simulate_serving(serving, table)
-    return serving_summary(result, command=command), result
+    return serving_summary(result, table, command=command), result
 
 
 def with_requests(serving: ServingConfig, requests: int) -> ServingConfig:

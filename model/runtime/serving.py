@@ -182,6 +182,7 @@ class IterationTable:
         dec_attn_ms: (max_num_seqs, K) float64 ms of decode attention for d sequences.
         p_edges: (P,) int64 prefill-token buckets.
         pre_attn_ms: (P,) float64 ms of prefill attention over a chunk of p tokens.
+        pre_fallback: (P,) bool: that chunk is above every compiled bucket (generic path).
     """
 
     m_edges: np.ndarray
@@ -190,6 +191,7 @@ class IterationTable:
     dec_attn_ms: np.ndarray
     p_edges: np.ndarray
     pre_attn_ms: np.ndarray
+    pre_fallback: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from model.runtime.serving import ServingResult
+from model.runtime.serving import IterationTable, ServingResult
 
 KV_TIMELINE_POINTS = 200
 """Points of the KV-occupancy timeline in the summary (the chart's resolution)."""
@@ -101,7 +101,20 @@ def kv_timeline(result: ServingResult, points: int = KV_TIMELINE_POINTS) -> dict
     }
 
 
-def serving_summary(result: ServingResult, *, command: str = "") -> dict[str, Any]:
+def prefill_fallback_rate(result: ServingResult, table: IterationTable | None) -> float | None:
+    """Share of iterations with prefill tokens whose chunk ran the generic path (None when
+    pinned or no prefill)."""
+    it = result.iterations
+    has = it.prefill_tokens > 0
+    if table is None or table.pre_fallback is None or not has.any():
+        return None
+    bucket = np.searchsorted(table.p_edges, it.prefill_tokens[has])
+    return float(np.mean(table.pre_fallback[bucket]))
+
+
+def serving_summary(
+    result: ServingResult, table: IterationTable | None = None, *, command: str = ""
+) -> dict[str, Any]:
     """The JSON contract of a serving run (the CLI adds `packet` and `candidate`)."""
     cfg = result.config
     r = result.requests
@@ -130,6 +143,7 @@ def serving_summary(result: ServingResult, *, command: str = "") -> dict[str, An
         "iterations": len(it.start_ms),
         "preemptions": int(r.preemptions[m].sum()),
         "preempted_requests": int((r.preemptions[m] > 0).sum()),
+        "prefill_fallback_rate": prefill_fallback_rate(result, table),
         "kv_cache": {
             "capacity_tokens_per_engine": int(capacity) if capacity else None,
             "peak_tokens": int(it.kv_tokens.max()) if len(it.kv_tokens) else 0,

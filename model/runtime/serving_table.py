@@ -65,10 +65,14 @@ def build_iteration_table(
     max_num_seqs: int,
     max_tokens: int,
     longest_sequence: int,
+    compiled_shapes: Sequence[int] | None = None,
+    dispatch_us: float = 0.0,
 ) -> IterationTable:
     """The engine's iteration table for a compiled plan (fusion preset or groups, explicit
     tiles; other tiles autotuned per bucket). max_tokens: largest prefill tokens in one
-    iteration (max_num_batched_tokens, or the longest sequence when prompts go whole)."""
+    iteration (max_num_batched_tokens, or the longest sequence when prompts go whole).
+    compiled_shapes: the seq_len buckets the attention kernels were compiled for (None: every
+    length); dispatch_us: extra host dispatch per kernel on the generic path (`fallback`)."""
     if block.kind != "llama-decoder":
         raise ValueError(f"block.kind must be llama-decoder for serving (got {block.kind!r})")
     prefill = replace(block, phase="prefill")
@@ -84,16 +88,43 @@ def build_iteration_table(
         evaluate_plan(prefill, hardware, groups, explicit, ones, m_edges), block.layers,
         lambda has_attention: not has_attention,
     )  # fmt: skip
-    pre = _kernel_ms(
-        evaluate_plan(prefill, hardware, groups, explicit, np.ones(len(p_edges)), p_edges),
-        block.layers, lambda has_attention: has_attention,
-    )  # fmt: skip
+    pre, fallback = _prefill_attention(
+        prefill, hardware, groups, explicit, p_edges, compiled_shapes, dispatch_us
+    )
     d_grid, kv_grid = np.meshgrid(np.arange(1, max_num_seqs + 1), kv_edges, indexing="ij")
     dec = _kernel_ms(
         evaluate_plan(decode, hardware, groups, explicit, d_grid.ravel(), kv_grid.ravel()),
         block.layers, lambda has_attention: has_attention,
     ).reshape(d_grid.shape)  # fmt: skip
-    return IterationTable(m_edges, lin, kv_edges, dec, p_edges, pre)
+    return IterationTable(m_edges, lin, kv_edges, dec, p_edges, pre, fallback)
+
+
+def _prefill_attention(block, hardware, groups, explicit, p_edges, compiled_shapes, dispatch_us):
+    """(P,) ms of the attention kernels over a prefill chunk of each bucket's tokens, and (P,)
+    whether it takes the generic path. As the dynamic batcher's service table: a chunk runs in
+    the smallest compiled seq_len bucket >= it, padded to it; above the largest it runs the
+    generic path (unfused, untuned tiles, extra dispatch) at its own length."""
+    attention = lambda has_attention: has_attention  # noqa: E731 - the kernels to keep
+    if not compiled_shapes:
+        ones = np.ones(len(p_edges))
+        plan = evaluate_plan(block, hardware, groups, explicit, ones, p_edges)
+        return _kernel_ms(plan, block.layers, attention), np.zeros(len(p_edges), bool)
+    buckets = np.asarray(sorted(compiled_shapes), np.int64)
+    index = np.searchsorted(buckets, p_edges, side="left")
+    fallback = index >= len(buckets)
+    out = np.zeros(len(p_edges))
+    if (~fallback).any():
+        shape = buckets[index[~fallback]]
+        plan = evaluate_plan(block, hardware, groups, explicit, np.ones(len(shape)), shape)
+        out[~fallback] = _kernel_ms(plan, block.layers, attention)
+    if fallback.any():
+        shape = p_edges[fallback]
+        plan = evaluate_plan(
+            block, hardware, fusion_groups(block, "none"), {}, np.ones(len(shape)), shape,
+            untuned=True, dispatch_us=dispatch_us,
+        )  # fmt: skip
+        out[fallback] = _kernel_ms(plan, block.layers, attention)
+    return out, fallback
 
 
 GPU_MEMORY_UTILIZATION = 0.9

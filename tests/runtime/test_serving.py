@@ -296,3 +296,20 @@ def test_invariants_hold_for_any_small_engine(
     over = it.decode_seqs + it.prefill_tokens > budget
     assert np.all(it.decode_seqs[over] == 0)  # only a lone recomputed prompt may exceed it
     assert np.all(np.diff(it.start_ms[it.engine == 0]) >= 0)
+
+
+def test_prefill_chunks_pad_to_compiled_buckets_and_fall_back_above_them() -> None:
+    """A chunk runs in the smallest compiled bucket >= it (padded: never cheaper than its own
+    length) and above the largest takes the generic path, at extra dispatch per kernel."""
+    hw = preset("h100-sxm")
+    kwargs = {"max_num_seqs": 4, "max_tokens": 4096, "longest_sequence": 4096}
+    free = build_iteration_table(LLAMA_8B, hw, "standard", {}, **kwargs)
+    tight = build_iteration_table(
+        LLAMA_8B, hw, "standard", {}, compiled_shapes=[1024], dispatch_us=50.0, **kwargs
+    )
+    at = {p: int(np.searchsorted(free.p_edges, p)) for p in (300, 700, 4096)}
+    assert not tight.pre_fallback[at[700]] and tight.pre_fallback[at[4096]]
+    assert tight.pre_attn_ms[at[300]] == tight.pre_attn_ms[at[700]]  # both padded to 1024
+    assert tight.pre_attn_ms[at[700]] > free.pre_attn_ms[at[700]]
+    assert tight.pre_attn_ms[at[4096]] > free.pre_attn_ms[at[4096]]  # generic path
+    assert not free.pre_fallback.any()
