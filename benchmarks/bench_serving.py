@@ -77,7 +77,7 @@ def main() -> None:
     lines += [
         "",
         f"Load average during the run (`uptime`): {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}.",
-        "The example's traffic makes 11-14 iterations per request (2.2e5-2.8e5 for 20,000), not",
+        "The example's traffic makes 9-14 iterations per request (1.8e5-2.7e5 for 20,000), not",
         "the issue's estimate of 10^6: its outputs average 306 tokens, decoded 64 at a time.",
     ]
     write_section("serving", "Serving simulator (continuous batching)", COMMAND, "\n".join(lines))

@@ -25,7 +25,7 @@ WEIGHT_TOLERANCE = 1e-6  # as packets/checks.py: decimal rounding headroom
 GENERATION = ("inputs", "workload", "generation")
 MAX_SERVING_REQUESTS = 1_000_000
 """Requests per serving run: the loop keeps 48 bytes per iteration (the KV timeline) and the
-example makes 12-14 iterations per request, so 10^6 requests hold ~1.3 GB at the arrays'
+example makes 9-14 iterations per request, so 10^6 requests hold ~1.3 GB at the arrays'
 doubling growth, under the 2.1 GB a dynamic run may take at its own cap (README "Memory")."""
 
 
