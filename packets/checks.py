@@ -13,6 +13,7 @@ from pathlib import Path
 from .candidates import BASELINE, apply_candidate
 from .errors import PacketError, Problem, UsageError
 from .schema import ROLES_BY_TOPIC, Config, DistributionService, Packet
+from .serving_checks import serving_problems
 from .strict_yaml import LoadedYaml
 from .trace import read_trace
 
@@ -228,6 +229,7 @@ CHECKS: list[Callable[[Packet], Found]] = [
     lambda p: config_problems(p.baseline, ("baseline",)),
     _candidates,
     _signatures,
+    serving_problems,
 ]
 
 

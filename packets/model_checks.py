@@ -23,6 +23,7 @@ from .errors import PacketError, Problem
 from .hardware_file import resolve_hardware
 from .model_specs import block_spec, fusion_spec, tile_spec
 from .schema import Config, DistributionService, Packet
+from .serving_checks import serving_model_problems
 from .strict_yaml import LoadedYaml
 
 Path_ = tuple[str | int, ...]
@@ -61,6 +62,7 @@ def config_model_problems(
             field, _, rest = str(exc).partition(" ")  # "service.cv must be > 0 ..."
             found.append(((*where, "service", field.removeprefix("service.")), rest))
     block = block_spec(packet.inputs.workload.block, dtype)
+    found += serving_model_problems(packet, config, hw, block, where)
     try:
         fusion_groups(block, fusion_spec(config))
     except ValueError as exc:

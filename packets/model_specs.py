@@ -12,10 +12,11 @@ from .schema import Block, Config
 
 
 def block_spec(block: Block, dtype: str) -> BlockSpec:
-    """The model's block; dimensions a kind does not use are set to 1 (they are never read)."""
+    """The model's block; dimensions a kind does not use are set to 1 (they are never read).
+    A serving block's per-step views (plan, worksheet, the dynamic batcher) are its decode step."""
     return BlockSpec(
         kind=block.kind,
-        phase=block.phase,
+        phase="decode" if block.phase == "serving" else block.phase,
         dtype=dtype,
         hidden=block.hidden,
         heads=block.heads or 1,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from model.compiler.hardware import ARCHITECTURES, FIELD_DOCS
 from model.compiler.library import LIBRARIES
@@ -70,6 +70,8 @@ MIN_MS, MAX_MS = 1e-3, 1e7  # 1 us (one kernel launch) to ~2.8 h: SLA targets, s
 MAX_SERVICE_CV = 100.0  # lognormal sigma = sqrt(ln(1 + cv^2)) ~ 3.0 at cv 100
 MAX_COMPILE_STALL_MS = 3.6e6  # one hour of JIT compile for one shape
 MAX_DISPATCH_US = FIELD_DOCS["launch_overhead_us"][3]  # as the launch overhead: 0.1 s
+SCHEDULERS = ("dynamic", "continuous")  # Triton-style batches; LLM-serving iterations
+MAX_KV_TOKENS = 1_000_000_000  # ~128 TB of Llama-3-8B KV: far beyond any device's HBM
 MAX_QUEUE_DELAY_MS = 60_000.0  # a batcher that holds a request a minute is no latency server
 MAX_LOAD_FACTOR = 100.0  # validation loads are multiples of the packet's rate
 MAX_WINDOW_S = 604_800.0  # rollback windows up to one week
@@ -118,7 +120,7 @@ class Block(Strict):
     """The representative model block. Dimensions a kind does not use must be left out."""
 
     kind: choice(*BLOCK_KINDS)  # type: ignore[valid-type]
-    phase: choice("prefill", "decode")  # type: ignore[valid-type]
+    phase: choice("prefill", "decode", "serving")  # type: ignore[valid-type]
     dtype: Dtype
     hidden: integer(gt=0, le=MAX_HIDDEN)  # type: ignore[valid-type]
     heads: integer(gt=0, le=MAX_HEADS) | None = None  # type: ignore[valid-type]
@@ -157,12 +159,29 @@ class Shapes(Strict):
     seq_len: ShapeMix
 
 
+class LengthMix(Strict):
+    """Discrete distribution of a token length (serving prompts and outputs)."""
+
+    values: list[SeqLen] = Field(min_length=1)  # type: ignore[valid-type]
+    weights: list[Fraction] = Field(min_length=1)
+
+
+class Generation(Strict):
+    """What each serving request is: a prompt, then output tokens (the first from the prefill)."""
+
+    prompt_len: LengthMix
+    output_len: LengthMix
+
+
 class Workload(Strict):
     """The workload profile."""
 
     block: Block
     arrivals: Arrivals
     shapes: Shapes
+    generation: Generation | None = Field(
+        default=None, description="Prompt and output length mixes (block phase serving)."
+    )
     shape_source: choice("production", "synthetic") = Field(  # type: ignore[valid-type]
         default="synthetic",
         description="Whether the shape mix comes from production traffic or was made up.",
@@ -179,6 +198,8 @@ class Sla(Strict):
     p95_ms: Ms  # type: ignore[valid-type]
     p99_ms: Ms  # type: ignore[valid-type]
     min_throughput_per_s: RatePerS | None = None  # type: ignore[valid-type]
+    ttft_p95_ms: Ms | None = Field(default=None, description="Time-to-first-token p95, ms.")  # type: ignore[valid-type]
+    tpot_p95_ms: Ms | None = Field(default=None, description="Time-per-output-token p95, ms.")  # type: ignore[valid-type]
 
 
 class Quality(Strict):
@@ -219,6 +240,7 @@ ENVELOPE_FIELDS: dict[str, Any] = {
     "peak_tflops": (dict[Dtype, envelope_number("peak_tflops")] | None, None),  # type: ignore[misc]
     "vector_tflops": (envelope_number("vector_tflops") | None, None),
     "hbm_gbs": (envelope_number("hbm_gbs") | None, None),
+    "hbm_gib": (envelope_number("hbm_gib") | None, None),
     "cache_gbs": (envelope_number("cache_gbs") | None, None),
     "sram_kib_per_unit": (envelope_number("sram_kib_per_unit") | None, None),
     "shared_cache_mib": (envelope_number("shared_cache_mib") | None, None),
@@ -332,12 +354,50 @@ class Fallback(Strict):
     )
 
 
-class BatchPolicy(Strict):
-    """Dynamic batching, Triton semantics."""
+def _dynamic_requires_timer(schema: dict[str, Any]) -> None:
+    """JSON Schema: max_batch and max_queue_delay_ms are required unless scheduler is
+    continuous (which fills them in: see BatchPolicy)."""
+    needed = ["max_batch", "max_queue_delay_ms"]
+    schema["required"] = [r for r in schema.get("required", []) if r not in needed]
+    schema["if"] = {"not": {"properties": {"scheduler": {"const": "continuous"}},
+                            "required": ["scheduler"]}}  # fmt: skip
+    schema["then"] = {"required": needed}
 
+
+class BatchPolicy(Strict):
+    """Dynamic batching, Triton semantics; or, with `scheduler: continuous`, iteration-level
+    batching of LLM serving (max_batch then defaults to max_num_seqs and the delay to 0, the
+    request-level batcher the same packet compares against)."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, json_schema_extra=_dynamic_requires_timer
+    )
+
+    scheduler: choice(*SCHEDULERS) = "dynamic"  # type: ignore[valid-type]
     max_batch: BatchSize  # type: ignore[valid-type]
     max_queue_delay_ms: number(ge=0, le=MAX_QUEUE_DELAY_MS)  # type: ignore[valid-type]
     bucketing: Bool = Field(default=False, description="Keep each batch within one shape bucket.")
+    max_num_seqs: BatchSize | None = Field(default=None, description="Sequences per iteration.")  # type: ignore[valid-type]
+    max_num_batched_tokens: integer(gt=0, le=MAX_SEQ_LEN) | None = Field(  # type: ignore[valid-type]
+        default=None, description="Tokens (decode steps + prefill) per iteration."
+    )
+    chunked_prefill: Bool | None = None
+    kv_cache_tokens: integer(gt=0, le=MAX_KV_TOKENS) | None = Field(  # type: ignore[valid-type]
+        default=None, description="KV-cache capacity per engine, tokens (default: HBM left)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _continuous_defaults(cls, data: Any) -> Any:
+        """Continuous: max_batch defaults to max_num_seqs, the delay to 0 (dynamic: both stay
+        required, with the schema's own 'required field is missing')."""
+        if isinstance(data, dict) and data.get("scheduler") == "continuous":
+            data = dict(data)
+            seqs = data.get("max_num_seqs")
+            ok = isinstance(seqs, int) and not isinstance(seqs, bool) and 0 < seqs <= MAX_BATCH
+            data.setdefault("max_batch", seqs if ok else 1)
+            data.setdefault("max_queue_delay_ms", 0.0)
+        return data
 
 
 class ModelService(Strict):
@@ -394,6 +454,11 @@ class BatchPolicyPatch(Strict):
     max_batch: BatchSize | None = None  # type: ignore[valid-type]
     max_queue_delay_ms: number(ge=0, le=MAX_QUEUE_DELAY_MS) | None = None  # type: ignore[valid-type]
     bucketing: Bool | None = None
+    scheduler: choice(*SCHEDULERS) | None = None  # type: ignore[valid-type]
+    max_num_seqs: BatchSize | None = None  # type: ignore[valid-type]
+    max_num_batched_tokens: integer(gt=0, le=MAX_SEQ_LEN) | None = None  # type: ignore[valid-type]
+    chunked_prefill: Bool | None = None
+    kv_cache_tokens: integer(gt=0, le=MAX_KV_TOKENS) | None = None  # type: ignore[valid-type]
 
 
 class Candidate(Strict):

@@ -46,8 +46,19 @@ def summarize_scenario(scenario: Scenario, path: str, result: RuntimeResult) -> 
 
 
 def run_scenario(scenario: Scenario, path: str) -> RunReport:
-    """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract)."""
+    """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract).
+    The dynamic batcher, also for a serving packet (its decode step): see `run_serving_scenario`."""
     return summarize_scenario(scenario, path, simulate_scenario(scenario))
+
+
+def run_serving_scenario(scenario: Scenario, path: str) -> RunReport:
+    """Run a serving scenario's continuous scheduler (triage/serving_scenario.py)."""
+    from triage.serving_scenario import run_serving
+
+    command = reproduce_command(path, scenario)
+    summary, result = run_serving(scenario.serving, scenario.iteration_table, command)
+    head = {"packet": scenario.packet.id, "candidate": scenario.candidate}
+    return RunReport(summary={**head, **summary}, result=result)
 
 
 def run_packet(
@@ -57,6 +68,9 @@ def run_packet(
     seed: int | None = None,
     requests: int | None = None,
 ) -> RunReport:
-    """Build and run one configuration of a loaded packet."""
+    """Build and run one configuration of a loaded packet (serving packets: the continuous
+    scheduler; `workbench run`)."""
     scenario = build_scenario(loaded, candidate, seed=seed, requests=requests)
+    if scenario.is_serving:
+        return run_serving_scenario(scenario, loaded.name)
     return run_scenario(scenario, loaded.name)

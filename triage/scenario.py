@@ -111,6 +111,31 @@ class Scenario:
             baseline_tiles=tile_spec(base.config),
         )
 
+    @property
+    def is_serving(self) -> bool:
+        """True when this configuration runs the continuous scheduler (LLM serving)."""
+        from triage.serving_scenario import is_serving
+
+        return is_serving(self.config)
+
+    @cached_property
+    def serving(self):
+        """The continuous scheduler's inputs (triage/serving_scenario.py); None otherwise."""
+        from triage.serving_scenario import serving_config
+
+        if not self.is_serving:
+            return None
+        return serving_config(self.packet, self.config, self.hardware, self.block, self.runtime)
+
+    @cached_property
+    def iteration_table(self):
+        """The serving engine's iteration-time table (None: pinned, or not serving)."""
+        from triage.serving_scenario import iteration_table
+
+        if self.serving is None:
+            return None
+        return iteration_table(self.config, self.serving, self.hardware, self.block)
+
     @cached_property
     def all_compiled_table(self) -> ServiceTable | None:
         """The same plan with every drawn shape compiled: the no-fallback counterfactual."""

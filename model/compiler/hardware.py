@@ -45,6 +45,7 @@ FIELD_DOCS: dict[str, tuple[str, str, float, float]] = {
     ),
     "cluster_size": ("count", "tiles of a cluster sharing operand loads (multicast)", 1, 16),
     "tf32_tflops": ("TFLOP/s", "dense TF32 matrix throughput (0: no TF32)", 0.0, 1e5),
+    "hbm_gib": ("GiB", "HBM capacity of the whole device (0: not given)", 0.0, 1e5),
 }
 """field -> (unit, meaning, minimum, maximum): documentation and validation of each field."""
 
@@ -113,6 +114,8 @@ class HardwareEnvelope:
             cache by multicast (TMA multicast on Hopper and later); 1 = no multicast.
         tf32_tflops: dense TF32 matrix TFLOP/s of the device (0: none); fp32 matmuls use it when
             `allow_tf32` is set (a framework setting, off by default in PyTorch >= 1.12).
+        hbm_gib: HBM capacity of the whole device, GiB (0: not given); LLM serving sizes the
+            KV cache from it (what the weights leave free).
         architecture: architecture family (ARCHITECTURES); selects the default GEMM library.
         gemm_library: GEMM library descriptor name (library.LIBRARIES); "" = the architecture's
             default (library.default_library).
@@ -141,6 +144,7 @@ class HardwareEnvelope:
     cache_efficiency: float | None = None
     cluster_size: int = 1
     tf32_tflops: float = 0.0
+    hbm_gib: float = 0.0
     architecture: str = "generic"
     gemm_library: str = ""
     allow_tf32: bool = False
@@ -366,6 +370,7 @@ def _a100() -> HardwareEnvelope:
         peak_tflops={"bf16": 312.0, "fp16": 312.0, "int8": 624.0, "fp32": 19.5},
         vector_tflops=19.5,
         hbm_gbs=2039.0,
+        hbm_gib=80.0,
         cache_gbs=7219.0,
         sram_kib_per_unit=164.0,
         shared_cache_mib=40.0,
@@ -394,6 +399,7 @@ def _h100() -> HardwareEnvelope:
             },
             vector_tflops=67.0,
             hbm_gbs=3350.0,
+            hbm_gib=80.0,
             cache_gbs=11450.0,
             sram_kib_per_unit=228.0,
             shared_cache_mib=50.0,
@@ -415,6 +421,7 @@ def _h200() -> HardwareEnvelope:
         _h100(),
         name="h200-sxm",
         hbm_gbs=4800.0,
+        hbm_gib=141.0,
         source="NVIDIA H200 datasheet (SXM 141GB); compute as H100 SXM",
     )
 
@@ -434,6 +441,7 @@ def _b200() -> HardwareEnvelope:
             },
             vector_tflops=74.4,
             hbm_gbs=8000.0,
+            hbm_gib=180.0,
             cache_gbs=13020.0,
             sram_kib_per_unit=228.0,
             shared_cache_mib=126.0,
@@ -465,6 +473,7 @@ def _mi300x() -> HardwareEnvelope:
             },
             vector_tflops=163.4,
             hbm_gbs=5300.0,
+            hbm_gib=192.0,
             cache_gbs=17200.0,
             sram_kib_per_unit=64.0,
             shared_cache_mib=256.0,
@@ -489,6 +498,7 @@ def _tpu_v4() -> HardwareEnvelope:
         peak_tflops={"bf16": 275.0, "int8": 275.0, "fp32": 275.0 / 8},
         vector_tflops=275.0 / 16,
         hbm_gbs=1200.0,
+        hbm_gib=32.0,
         cache_gbs=4800.0,
         sram_kib_per_unit=4096.0,
         shared_cache_mib=128.0,
@@ -509,6 +519,7 @@ def _npu_8c() -> HardwareEnvelope:
         peak_tflops={"bf16": 256.0, "fp16": 256.0, "fp8": 512.0, "int8": 512.0, "fp32": 32.0},
         vector_tflops=16.0,
         hbm_gbs=1200.0,
+        hbm_gib=64.0,
         cache_gbs=3200.0,
         sram_kib_per_unit=256.0,
         shared_cache_mib=32.0,
@@ -533,6 +544,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "tf32_tflops": "156 dense TF32: NVIDIA A100 datasheet",
         "vector_tflops": "19.5 FP32 (non-tensor): NVIDIA A100 datasheet",
         "hbm_gbs": "2,039 GB/s HBM2e (80GB SXM4): NVIDIA A100 datasheet",
+        "hbm_gib": "80 GB HBM2e (SXM4 80GB; memory sizes are binary, 5 x 16 GiB stacks): datasheet",
         "cache_gbs": "L2 read bandwidth 5,120 bytes/clk (A100 whitepaper) x 1.41 GHz boost",
         "sram_kib_per_unit": "up to 164 KB shared memory per SM: A100 whitepaper",
         "shared_cache_mib": "40 MB L2: A100 whitepaper",
@@ -557,6 +569,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "tf32_tflops": "494.7 dense TF32: NVIDIA H100 datasheet",
         "vector_tflops": "67 FP32 (non-tensor): NVIDIA H100 datasheet",
         "hbm_gbs": "3,350 GB/s HBM3 (SXM5 80GB): NVIDIA H100 datasheet",
+        "hbm_gib": "80 GB HBM3 (SXM5; 5 x 16 GiB stacks enabled): NVIDIA H100 datasheet",
         "cache_gbs": "derived: A100's L2 bytes/clk per SM x 132 SMs x 1.83 GHz (not published)",
         "sram_kib_per_unit": "up to 228 KB shared memory per SM: H100 whitepaper",
         "shared_cache_mib": "50 MB L2: H100 whitepaper",
@@ -581,6 +594,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
     },
     "h200-sxm": {
         "hbm_gbs": "4,800 GB/s HBM3e (141GB): NVIDIA H200 datasheet",
+        "hbm_gib": "141 GB HBM3e: NVIDIA H200 datasheet",
         "peak_tflops": "same GH100 silicon and clocks as H100 SXM: NVIDIA H200 datasheet",
         "other": "all other figures as h100-sxm (same 700 W limit, clusters, SRAM, L2)",
         "fitted": _FEED,
@@ -597,6 +611,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "tf32_tflops": "1,100 dense TF32 (2.2 PF sparse halved): NVIDIA HGX B200 datasheet",
         "vector_tflops": "derived: 128 FP32 lanes x 2 FLOP x 148 SMs x 1.965 GHz boost = 74.4",
         "hbm_gbs": "8,000 GB/s HBM3e (180GB): NVIDIA HGX B200 datasheet",
+        "hbm_gib": "180 GB HBM3e per GPU (1,440 GB per 8-GPU HGX): NVIDIA HGX B200 datasheet",
         "cache_gbs": "derived: A100's L2 bytes/clk per SM x 148 SMs x 1.86 GHz (not published)",
         "sram_kib_per_unit": "up to 228 KB shared memory per SM: CUDA C++ Programming Guide, cc 10.0",
         "shared_cache_mib": "126 MB L2: Jarmusch et al. 2025 (microbenchmarks)",
@@ -621,6 +636,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "tf32_tflops": "653.7 dense TF32: AMD MI300X datasheet",
         "vector_tflops": "163.4 FP32 vector: AMD MI300X datasheet",
         "hbm_gbs": "5,300 GB/s HBM3 (192GB): AMD MI300X datasheet",
+        "hbm_gib": "192 GB HBM3 (8 x 24 GB stacks): AMD MI300X datasheet",
         "cache_gbs": "17.2 TB/s peak Infinity Cache bandwidth: AMD CDNA 3 whitepaper",
         "sram_kib_per_unit": "64 KB LDS per CU: AMD CDNA 3 whitepaper",
         "shared_cache_mib": "256 MB Infinity Cache (last level, shared by all XCDs): CDNA 3 whitepaper",
@@ -645,6 +661,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
         "peak_tflops": "275 TFLOP/s bf16 and int8 per chip: Google Cloud TPU v4 docs",
         "vector_tflops": "assumption: VPU ~1/16 of MXU peak (not published)",
         "hbm_gbs": "1,200 GB/s HBM2 per chip: Google Cloud TPU v4 docs",
+        "hbm_gib": "32 GiB HBM2 per chip: Google Cloud TPU v4 docs",
         "cache_gbs": "assumption: 4x HBM (VMEM fill bandwidth not published)",
         "sram_kib_per_unit": "32 MiB VMEM per chip / 8 MXUs: Jouppi et al. ISCA 2023",
         "shared_cache_mib": "128 MiB CMEM: Jouppi et al. ISCA 2023",
@@ -671,6 +688,7 @@ PRESET_SOURCES: dict[str, dict[str, str]] = {
             "array granule, 8,192 FLOP/clk per engine (~1 GHz): a design point representative "
             "of 2023-24 inference NPUs"
         ),
+        "hbm_gib": "64 GiB: design point (one HBM3 stack generation of 2023-24 parts: 16-64 GiB)",
     },
 }
 """preset -> field -> citation (or stated assumption) for each figure."""

@@ -14,7 +14,12 @@ from packets.json_schema import packet_json_schema
 from packets.load import parse_packet
 from workbench.cli import main
 
-REQUIRED = {"fusion-tiling-llama-decode", "mapping-dynamic-shapes", "fusion-burst-p95"}
+REQUIRED = {
+    "fusion-tiling-llama-decode",
+    "mapping-dynamic-shapes",
+    "fusion-burst-p95",
+    "llm-serving-continuous",
+}
 
 
 def test_the_three_examples_ship_and_the_default_is_first() -> None:

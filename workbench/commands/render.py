@@ -16,6 +16,44 @@ def _ok(flag: bool | None) -> str:
     return "n/a" if flag is None else ("ok" if flag else "MISSED")
 
 
+def serving_text(summary: dict[str, Any]) -> str:
+    """A serving run: TTFT, TPOT and latency tails, SLA, tokens/s, preemptions, KV, tail parts."""
+    sla = summary["sla"]
+    lines = [
+        f"{summary['packet']} / {summary['candidate']}  seed {summary['seed']}  "
+        f"{summary['measured_requests']:,} of {summary['requests']:,} requests measured  "
+        "(continuous batching)",
+        "",
+    ]
+    for label, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("latency", "latency_ms")):
+        v = summary[key]
+        lines.append(
+            f"{label:<13} p99 {_ms(v['p99']):>12}  p95 {_ms(v['p95']):>12}  "
+            f"p50 {_ms(v['p50']):>12}  max {_ms(v['max']):>12}"
+        )
+    kv = summary["kv_cache"]
+    capacity = kv["capacity_tokens_per_engine"]
+    lines += [
+        f"SLA           p99 {_ok(sla['p99_ok'])}   p95 {_ok(sla['p95_ok'])}   "
+        f"TTFT p95 {_ok(sla['ttft_p95_ok'])}   TPOT p95 {_ok(sla['tpot_p95_ok'])}",
+        "",
+        f"throughput    {summary['tokens_per_s']:,.0f} tokens/s "
+        f"({summary['throughput_per_s']:,.2f} requests/s); {summary['iterations']:,} iterations",
+        f"KV cache      peak {kv['peak_tokens']:,} of "
+        + (f"{capacity:,}" if capacity else "unlimited")
+        + f" tokens per engine; {summary['preemptions']:,} preemptions",
+        "",
+        "slowest 1%    "
+        + ", ".join(
+            f"{k} {_ms(v)}"
+            for k, v in summary["tail_attribution_ms"]["slowest_1pct"].items()
+            if k not in ("requests", "latency_ms")
+        ),
+        f"reproduce     {summary['command']}",
+    ]
+    return "\n".join(printable(line) for line in lines)  # names and commands come from packets
+
+
 def run_text(summary: dict[str, Any]) -> str:
     """A run summary: tail first (p99, p95, then p50 and mean), SLA, pipeline, bottleneck."""
     lat, wait, svc = summary["latency_ms"], summary["queue_wait_ms"], summary["service_ms"]

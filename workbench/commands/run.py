@@ -9,7 +9,7 @@ from pathlib import Path
 from packets.errors import UsageError
 from packets.load import load_packet
 from packets.schema import MAX_REQUESTS
-from workbench.commands.render import run_text
+from workbench.commands.render import run_text, serving_text
 
 
 def positive_int(text: str) -> int:
@@ -29,6 +29,19 @@ def check_request_cap(requests: int | None) -> None:
         raise UsageError(
             f"--requests {requests} is over the cap of {MAX_REQUESTS} requests per run "
             "(the limit on inputs.workload.requests); use several runs with other --seed values"
+        )
+
+
+def check_serving_cap(packet, requests: int | None) -> None:
+    """Hold a --requests override on a serving packet to the serving cap (UsageError, exit 2)."""
+    from packets.serving_checks import MAX_SERVING_REQUESTS
+
+    serving = packet.inputs.workload.block.phase == "serving"
+    if serving and requests is not None and requests > MAX_SERVING_REQUESTS:
+        raise UsageError(
+            f"--requests {requests} is over the cap of {MAX_SERVING_REQUESTS} requests per "
+            "serving run (memory grows with its iterations); use several runs with other --seed "
+            "values"
         )
 
 
@@ -62,12 +75,15 @@ def run(args: argparse.Namespace) -> int:
 
     check_request_cap(args.requests)
     loaded = load_packet(args.packet)
+    check_serving_cap(loaded.packet, args.requests)
     try:
         report = run_packet(loaded, args.candidate, seed=args.seed, requests=args.requests)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     if args.json:
         print(json.dumps(report.summary, indent=2, ensure_ascii=False, allow_nan=False))
+    elif report.summary.get("scheduler") == "continuous":
+        print(serving_text(report.summary))
     else:
         print(run_text(report.summary))
     return 0

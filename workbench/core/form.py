@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args, get_origin
 
 import annotated_types as at
@@ -170,15 +170,18 @@ def field_spec(model: type[BaseModel], name: str, path: Path_) -> FieldSpec:
     return _leaf(path, model.model_fields[name])
 
 
-def _walk(model: type[BaseModel], path: Path_) -> list[FieldSpec]:
+def _walk(model: type[BaseModel], path: Path_, optional: bool = False) -> list[FieldSpec]:
+    """Leaves under `model`; every leaf of an optional section (e.g. workload.generation) is
+    optional too (the section may be absent)."""
     specs: list[FieldSpec] = []
     for name, info in model.model_fields.items():
-        annotation, _ = _unwrap_optional(info.annotation)
+        annotation, maybe = _unwrap_optional(info.annotation)
         bare, _ = _peel(annotation)
         if isinstance(bare, type) and issubclass(bare, BaseModel):
-            specs += _walk(bare, (*path, name))
+            specs += _walk(bare, (*path, name), optional or maybe or not info.is_required())
         else:
-            specs.append(_leaf((*path, name), info))
+            leaf = _leaf((*path, name), info)
+            specs.append(replace(leaf, optional=True) if optional else leaf)
     return specs
 
 

@@ -1,0 +1,87 @@
+"""Serving (continuous-batching) simulator speed on the `llm-serving-continuous` example.
+
+Run: `python -m benchmarks.bench_serving` (writes the `serving` section of BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import time
+
+from benchmarks.report import write_section
+from model.runtime.serving import generate_serving_requests, simulate_serving
+from model.runtime.serving_summary import serving_summary
+from packets.examples import example_path
+from packets.load import load_packet
+from triage.scenario import build_scenario
+
+COMMAND = "python -m benchmarks.bench_serving"
+EXAMPLE = "llm-serving-continuous"
+CANDIDATES = (None, "chunked-prefill-512", "small-kv-cache")
+
+
+def timed(fn, repeats: int) -> list[float]:
+    """Wall times of `repeats` calls, ms."""
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000.0)
+    return out
+
+
+def main() -> None:
+    loaded = load_packet(example_path(EXAMPLE))
+    lines = [
+        f"The shipped `{EXAMPLE}` packet (20,000 requests, Llama-3-8B-class on h100-sxm, iteration",
+        "times from the compile-plan model's iteration table). The simulation is the scheduler",
+        "loop on a drawn request stream; the table build and the summary are timed apart.",
+        "",
+        "| case | figure | target |",
+        "|---|---|---|",
+    ]
+    for candidate in CANDIDATES:
+        scenario = build_scenario(loaded, candidate)
+        config = scenario.serving
+        build = timed(lambda c=candidate: build_scenario(loaded, c).iteration_table, 3)
+        table = scenario.iteration_table
+        stream = generate_serving_requests(config)
+        result = simulate_serving(config, table, stream)  # numba load, off the clock
+        sim = timed(lambda c=config, t=table, s=stream: simulate_serving(c, t, s), 7)
+        summary = timed(lambda r=result: serving_summary(r), 3)
+        lines.append(
+            f"| {candidate or 'baseline'}: {len(stream.arrival_ms):,} requests, "
+            f"{len(result.iterations.start_ms):,} iterations, "
+            f"{int(result.requests.preemptions.sum()):,} preemptions | simulate median "
+            f"{statistics.median(sim):.0f} ms (max {max(sim):.0f}, 7 runs); iteration table "
+            f"{statistics.median(build):.0f} ms; summary {statistics.median(summary):.0f} ms "
+            f"| simulate <= 1 s |"
+        )
+    scenario = build_scenario(loaded)
+    small = dataclasses.replace(
+        scenario.serving, policy=dataclasses.replace(scenario.serving.policy, max_num_seqs=4)
+    )
+    table = scenario.iteration_table
+    stream = generate_serving_requests(small)
+    result = simulate_serving(small, table, stream)
+    sim = timed(lambda: simulate_serving(small, table, stream), 5)
+    lines.append(
+        f"| baseline at max_num_seqs 4 (overloaded: the loop's speed per iteration): "
+        f"{len(stream.arrival_ms):,} requests, {len(result.iterations.start_ms):,} iterations | "
+        f"simulate median {statistics.median(sim):.0f} ms (max {max(sim):.0f}, 5 runs) | "
+        f"10^6 iterations <= 1 s |"
+    )
+    load = os.getloadavg()
+    lines += [
+        "",
+        f"Load average during the run (`uptime`): {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}.",
+        "The example's traffic makes 9-14 iterations per request (1.8e5-2.7e5 for 20,000), not",
+        "the issue's estimate of 10^6: its outputs average 306 tokens, decoded 64 at a time.",
+    ]
+    write_section("serving", "Serving simulator (continuous batching)", COMMAND, "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

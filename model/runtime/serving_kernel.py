@@ -1,0 +1,272 @@
+"""The iteration-level (continuous-batching) scheduler of LLM serving engines, in numba.
+
+It is sequential by nature: every iteration's batch depends on what the previous ones left
+running, queued and cached, so it is one loop over iterations, compiled once and cached.
+Semantics: model/runtime/README.md "Continuous batching (LLM serving)".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Placement codes shared with serving.py.
+ROUND_ROBIN, RANDOM, LEAST_LOADED, CENTRAL = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _grow(a, n):
+    out = np.empty(max(2 * len(a), n), a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+@njit(cache=True)
+def _bucket(edges, x):
+    """Index of the smallest edge >= x (edges ascending; x never above the last)."""
+    return np.searchsorted(edges, x)
+
+
+@njit(cache=True)
+def serving_kernel(
+    arrival,
+    prompt,
+    out_len,
+    route,
+    placement,
+    n_engines,
+    max_seqs,
+    max_tokens,
+    chunked,
+    request_level,
+    kv_capacity,
+    pinned,
+    draws,
+    m_edges,
+    lin_ms,
+    kv_edges,
+    dec_attn_ms,
+    p_edges,
+    pre_attn_ms,
+):
+    """Simulate every engine's iterations until every request has produced its tokens.
+
+    Requests (N,) sorted by arrival: arrival ms, prompt and output lengths (tokens), route (the
+    engine for round-robin/random). request_level: admit only into an empty engine (the batch
+    runs until its last sequence ends: request-level batching, for comparison). kv_capacity: KV-cache tokens per engine. pinned: iteration
+    i takes draws[i % len(draws)] ms; else the table: lin_ms[m bucket of decode + prefill
+    tokens] + dec_attn_ms[decode seqs, kv bucket of their mean KV length] + pre_attn_ms[prefill
+    token bucket]. Returns per-request first-token and finish times, preemption counts and
+    per-iteration arrays (start, end, engine, decode seqs, prefill tokens, KV tokens held).
+    """
+    n = len(arrival)
+    first = np.full(n, np.nan)
+    finish = np.full(n, np.nan)
+    preempted = np.zeros(n, np.int64)
+    computed = np.zeros(n, np.int64)
+    generated = np.zeros(n, np.int64)
+    scheduled = np.full(n, np.nan)  # start of the first iteration that scheduled the request
+    interference = np.zeros(n)  # decode-step time spent on others' prefill tokens, ms
+    lost = np.zeros(n)  # preemption: from eviction until recomputed to where it was, ms
+    lost_before_first = np.zeros(n)
+    evicted_at = np.full(n, np.nan)
+    # Queues: one ring per engine, plus a shared one (index n_engines) for central-queue.
+    nq = n_engines + 1
+    cap = n + 1
+    ring = np.empty((nq, cap), np.int64)
+    head = np.zeros(nq, np.int64)
+    size = np.zeros(nq, np.int64)
+    running = np.empty((n_engines, max_seqs), np.int64)
+    n_running = np.zeros(n_engines, np.int64)
+    kv_used = np.zeros(n_engines, np.int64)
+    outstanding = np.zeros(n_engines, np.int64)
+    engine_of = np.full(n, -1, np.int64)
+    clock = np.zeros(n_engines)
+    sched = np.empty(max_seqs, np.int64)
+    tokens = np.empty(max_seqs, np.int64)
+    cap_it = 1024
+    it_start = np.empty(cap_it)
+    it_end = np.empty(cap_it)
+    it_engine = np.empty(cap_it, np.int64)
+    it_decode = np.empty(cap_it, np.int64)
+    it_prefill = np.empty(cap_it, np.int64)
+    it_kv = np.empty(cap_it, np.int64)
+    k = 0
+    nxt = 0
+    done = 0
+    inf = np.inf
+    while done < n:
+        e = 0
+        for j in range(1, n_engines):
+            if clock[j] < clock[e]:
+                e = j
+        t = clock[e]
+        if t == inf:  # cannot happen (a lone sequence always fits): stop rather than spin
+            break
+        while nxt < n and arrival[nxt] <= t:  # route every arrival up to now
+            if placement == CENTRAL:
+                q = n_engines
+            elif placement == LEAST_LOADED:
+                q = 0
+                for j in range(1, n_engines):
+                    if outstanding[j] < outstanding[q]:
+                        q = j
+            else:
+                q = route[nxt]
+            ring[q, (head[q] + size[q]) % cap] = nxt
+            size[q] += 1
+            if q < n_engines:
+                outstanding[q] += 1
+            nxt += 1
+        q = n_engines if placement == CENTRAL else e
+        budget = max_tokens
+        free = kv_capacity - kv_used[e]
+        ns = 0
+        any_preempt = False
+        # 1. running sequences, oldest first: a decode step or the next prefill chunk each
+        i = 0
+        while i < n_running[e] and budget > 0:
+            r = running[e, i]
+            need = prompt[r] + generated[r] - computed[r]
+            take = min(need, budget) if chunked else need
+            if take > budget:
+                break
+            while take > free:  # preempt the newest running sequence (recompute later)
+                last = n_running[e] - 1
+                v = running[e, last]
+                n_running[e] = last
+                free += computed[v]
+                kv_used[e] -= computed[v]
+                computed[v] = 0
+                preempted[v] += 1
+                if np.isnan(evicted_at[v]):  # evicted again before catching up: one window
+                    evicted_at[v] = t
+                any_preempt = True
+                head[q] = (head[q] - 1) % cap
+                ring[q, head[q]] = v
+                size[q] += 1
+                if placement == CENTRAL:  # back in the shared queue: any engine may take it
+                    outstanding[e] -= 1
+                    for j in range(n_engines):
+                        if clock[j] == inf:
+                            clock[j] = t
+                if v == r:
+                    break
+            if i >= n_running[e]:
+                break
+            sched[ns] = i
+            tokens[ns] = take
+            ns += 1
+            budget -= take
+            free -= take
+            i += 1
+        # 2. waiting requests, in queue order (preempted ones first), while seats and memory last
+        if not any_preempt and not (request_level and n_running[e] > 0):
+            while size[q] > 0 and n_running[e] < max_seqs and budget > 0:
+                r = ring[q, head[q]]
+                need = prompt[r] + generated[r] - computed[r]
+                take = min(need, budget) if chunked else need
+                if take > budget and not (not chunked and ns == 0):
+                    break
+                if take > free:
+                    break
+                head[q] = (head[q] + 1) % cap
+                size[q] -= 1
+                if placement == CENTRAL:
+                    outstanding[e] += 1
+                engine_of[r] = e
+                running[e, n_running[e]] = r
+                sched[ns] = n_running[e]
+                tokens[ns] = take
+                n_running[e] += 1
+                ns += 1
+                budget -= take
+                free -= take
+        if ns == 0:  # idle: sleep until the next arrival (it may be another engine's)
+            clock[e] = arrival[nxt] if nxt < n else inf
+            continue
+        n_dec = 0
+        kv_dec = 0
+        pre = 0
+        for s in range(ns):
+            r = running[e, sched[s]]
+            if tokens[s] == 1 and computed[r] == prompt[r] + generated[r] - 1 and generated[r] > 0:
+                n_dec += 1
+                kv_dec += computed[r] + 1
+            else:
+                pre += tokens[s]
+        if pinned:  # the drawn time whatever the batch: no prefill interference by construction
+            dt = draws[k % len(draws)]
+            dt_decode_only = dt
+        else:
+            attn = 0.0
+            if n_dec > 0:
+                mean_kv = (kv_dec + n_dec - 1) // n_dec
+                attn = dec_attn_ms[n_dec - 1, _bucket(kv_edges, mean_kv)]
+            dt = lin_ms[_bucket(m_edges, n_dec + pre)] + attn
+            dt_decode_only = lin_ms[_bucket(m_edges, max(n_dec, 1))] + attn
+            if pre > 0:
+                dt += pre_attn_ms[_bucket(p_edges, pre)]
+        end = t + dt
+        # apply: KV grows by the tokens computed; a sequence that caught up emits a token
+        for s in range(ns):
+            r = running[e, sched[s]]
+            if np.isnan(scheduled[r]):
+                scheduled[r] = t
+            decoding = tokens[s] == 1 and computed[r] == prompt[r] + generated[r] - 1
+            if decoding and generated[r] > 0:
+                interference[r] += dt - dt_decode_only
+            computed[r] += tokens[s]
+            kv_used[e] += tokens[s]
+            if computed[r] == prompt[r] + generated[r]:
+                if not np.isnan(evicted_at[r]):  # recomputed back to where it was
+                    lost[r] += end - evicted_at[r]
+                    if generated[r] == 0:
+                        lost_before_first[r] += end - evicted_at[r]
+                    evicted_at[r] = np.nan
+                generated[r] += 1
+                if generated[r] == 1:
+                    first[r] = end
+        w = 0
+        for i in range(n_running[e]):  # retire finished sequences, keep admission order
+            r = running[e, i]
+            if generated[r] >= out_len[r]:
+                finish[r] = end
+                kv_used[e] -= computed[r]
+                outstanding[e] -= 1
+                done += 1
+            else:
+                running[e, w] = r
+                w += 1
+        n_running[e] = w
+        if k >= len(it_start):
+            it_start = _grow(it_start, k + 1)
+            it_end = _grow(it_end, k + 1)
+            it_engine = _grow(it_engine, k + 1)
+            it_decode = _grow(it_decode, k + 1)
+            it_prefill = _grow(it_prefill, k + 1)
+            it_kv = _grow(it_kv, k + 1)
+        it_start[k] = t
+        it_end[k] = end
+        it_engine[k] = e
+        it_decode[k] = n_dec
+        it_prefill[k] = pre
+        it_kv[k] = kv_used[e]
+        k += 1
+        clock[e] = end
+    return (
+        first,
+        finish,
+        preempted,
+        engine_of,
+        scheduled,
+        interference,
+        lost,
+        lost_before_first,
+        it_start[:k].copy(),
+        it_end[:k].copy(),
+        it_engine[:k].copy(),
+        it_decode[:k].copy(),
+        it_prefill[:k].copy(),
+        it_kv[:k].copy(),
+    )
