@@ -34,7 +34,7 @@ import numpy as np
 
 from benchmarks.report import write_section
 from benchmarks.tuning_session import run_tuning_session
-from workbench.screens.lab_screen import DEBOUNCE_S
+from workbench.screens.tune import TuneScreen
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_RUNS, WARM_RUNS, TMUX_RUNS = 5, 10, 5
@@ -267,7 +267,7 @@ def main() -> None:
 
 Keypress to chart, by edit: {per_kind}. The time runs from the key event entering the app (as a
 terminal's input thread posts it) to the first frame handed to the terminal after the latency
-chart was redrawn from the new run: the {DEBOUNCE_S * 1000:.0f} ms debounce that collapses a
+chart was redrawn from the new run: the {TuneScreen.DEBOUNCE_S * 1000:.0f} ms debounce that collapses a
 burst of keys into one run, the model run (service tables, simulation, tail attribution) in a
 worker thread, the chart rebuild and the screen update. Headless: the terminal's own drawing is
 not included ({session["model_runs"]} model runs for {len(every_edit)} edits).

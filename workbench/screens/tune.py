@@ -50,6 +50,8 @@ VIEWS = (
 class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
+    DEBOUNCE_S: ClassVar[float] = 0.05  # held keys repeat every 25-40 ms: a burst runs once
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "Next view", id="next-chart", priority=True),
         Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True),
