@@ -19,6 +19,7 @@ from workbench.core.facts import shape_mapping
 from workbench.core.session import WorkingPacket, apply_edit, open_working
 from workbench.lab import charts as lab_charts
 from workbench.lab import views as lab_views
+from workbench.lab.config import edit_config
 from workbench.lab.engine import (
     LATENCY_PERCENTILES,
     LOAD_FACTORS,
@@ -315,3 +316,18 @@ def test_service_tables_are_memoized_by_plan(working: WorkingPacket) -> None:
         first.service_table
     )
     assert TABLES.builds == builds + 2  # the plan's table and its all-compiled counterfactual
+
+
+def test_a_hardware_file_is_read_once_for_an_edits_check_and_its_run(tmp_path: Path) -> None:
+    packet = tmp_path / "packet.yaml"
+    text = Path(example_path(DEFAULT_EXAMPLE)).read_text()
+    assert "    preset: npu-8c\n" in text
+    packet.write_text(text.replace("    preset: npu-8c\n", "    file: hw.yaml\n", 1))
+    hardware = tmp_path / "hw.yaml"
+    hardware.write_text("format: handoff-hardware/1\nname: npu-file\npreset: npu-8c\n")
+    working = open_working(load_packet(packet), packet)
+    config = edit_config(subject(working), ("batch_policy", "max_queue_delay_ms"), 3.0)
+    hardware.unlink()  # read for the edit's check: the run must not read it again
+    edited = subject(working, config, name="working").scenario
+    assert edited.hardware.name == "npu-file"
+    assert edited.config.batch_policy.max_queue_delay_ms == 3.0

@@ -25,6 +25,7 @@ from packets.load import LoadedPacket
 from workbench.core.session import WorkingPacket
 
 if TYPE_CHECKING:
+    from model.compiler.hardware import HardwareEnvelope
     from model.runtime.simulate import RuntimeResult
     from model.runtime.stats import RuntimeProfiles
     from packets.schema import Config
@@ -63,11 +64,39 @@ class Subject:
         """The precision the configuration runs in."""
         return resolve_dtype(self.loaded.packet, self.dtype_from)
 
+    @property
+    def hardware(self) -> HardwareEnvelope:
+        """The packet's hardware, resolved once per working packet (a hardware file read once,
+        not for the edit's check and again for its run). PacketError when it cannot be."""
+        return hardware_of(self.loaded)
+
     @cached_property
     def scenario(self) -> Scenario:
         """The subject's model scenario, built once (its hardware resolved once: a hardware
         file is read from disk once per subject), its service tables from `TABLES`."""
         return scenario_for(self)
+
+
+_HARDWARE_KEPT = 4  # packets whose hardware is kept (the working one and a few before it)
+_hardware: OrderedDict[int, tuple[Any, HardwareEnvelope]] = OrderedDict()
+
+
+def hardware_of(loaded: LoadedPacket) -> HardwareEnvelope:
+    """`resolve_hardware` of a packet, memoized by the packet object (an edit makes a new
+    packet, so a changed hardware section, or a file re-read on opening, is resolved anew)."""
+    from packets.hardware_file import resolve_hardware
+
+    packet = loaded.packet
+    with _subjects_lock:
+        found = _hardware.get(id(packet))
+        if found is not None and found[0] is packet:
+            return found[1]
+    hardware = resolve_hardware(packet.inputs.hardware, loaded.base_dir, loaded.name)
+    with _subjects_lock:
+        _hardware[id(packet)] = (packet, hardware)  # holding the packet keeps its id unique
+        while len(_hardware) > _HARDWARE_KEPT:
+            _hardware.popitem(last=False)
+    return hardware
 
 
 def loaded_packet(working: WorkingPacket) -> LoadedPacket:
@@ -291,7 +320,9 @@ def scenario_for(subject: Subject) -> Scenario:
     """The model scenario of a subject, its service tables taken from `TABLES`."""
     from triage.scenario import build_scenario
 
-    scenario = build_scenario(subject.loaded, subject.dtype_from, config=subject.config)
+    scenario = build_scenario(
+        subject.loaded, subject.dtype_from, config=subject.config, hardware=subject.hardware
+    )
     if scenario.candidate != subject.name:
         import dataclasses
 
