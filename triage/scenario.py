@@ -202,15 +202,21 @@ def build_scenario(
     seed: int | None = None,
     requests: int | None = None,
     config: Config | None = None,
+    hardware: HardwareEnvelope | None = None,
 ) -> Scenario:
     """The scenario for `candidate` (default: the baseline), optionally at another seed or
-    request count, or for an edited `config` (the app's lab). KeyError for an unknown candidate.
+    request count, or for an edited `config` (the app's lab), on `hardware` when the caller
+    resolved the packet's already (`resolve_hardware`'s result). KeyError for an unknown
+    candidate.
     """
     packet = loaded.packet
     name = candidate or BASELINE
     config = config if config is not None else resolve_config(packet, candidate)
     dtype = resolve_dtype(packet, candidate)
-    hardware = resolve_hardware(packet.inputs.hardware, loaded.base_dir, loaded.name, loaded.yaml)
+    if hardware is None:
+        hardware = resolve_hardware(
+            packet.inputs.hardware, loaded.base_dir, loaded.name, loaded.yaml
+        )
     metadata = packet.inputs.metadata
     library = library_for_metadata(hardware, metadata.compiler, metadata.runtime)
     if library and not hardware.gemm_library:  # the software named runs its GEMMs its way

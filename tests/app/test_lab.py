@@ -12,20 +12,24 @@ import pytest
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
 from packets.model_specs import fusion_spec, tile_spec
+from packets.schema import PLACEMENTS
 from triage.runs import run_packet
 from triage.scenario import build_scenario
 from workbench.core.facts import shape_mapping
 from workbench.core.session import WorkingPacket, apply_edit, open_working
 from workbench.lab import charts as lab_charts
 from workbench.lab import views as lab_views
+from workbench.lab.config import edit_config
 from workbench.lab.engine import (
     LATENCY_PERCENTILES,
     LOAD_FACTORS,
+    TABLES,
     Cancelled,
     Lab,
     LabPreview,
     LabRun,
     compute_load_curve,
+    loaded_packet,
     subject,
 )
 
@@ -267,3 +271,63 @@ def test_a_pinned_service_distribution_runs_and_says_so(working: WorkingPacket) 
     assert stages[0].figures[0] == "service times pinned"
     assert stages[3].figures[2] == "HBM n/a (pinned)"
     assert lab_charts.driver_chart(run).categories  # the tail still has parts to show
+
+
+def test_a_subject_is_derived_once_and_shares_its_scenario(working: WorkingPacket) -> None:
+    config = working.packet.baseline
+    first = subject(working, config, name="working")
+    assert subject(working, config, name="working") is first  # key built once per edit
+    assert subject(working) is subject(working)
+    assert first.scenario is first.scenario  # hardware resolved once per subject
+    assert subject(working, config, name="other") is not first
+
+
+def test_service_tables_are_memoized_by_plan(working: WorkingPacket) -> None:
+    """A delay, placement or load edit reuses the plan's tables; a tile edit builds new ones."""
+    base = working.packet.baseline
+    policy = base.batch_policy
+    placement = next(p for p in PLACEMENTS if p != base.placement)
+    first = subject(working, base, name="working").scenario
+    builds = TABLES.builds
+
+    delayed = base.model_copy(
+        update={"batch_policy": policy.model_copy(update={"max_queue_delay_ms": 7.5})}
+    )
+    moved = base.model_copy(update={"placement": placement})
+    loaded = apply_edit(working, ("inputs", "workload", "arrivals", "rate_per_s"), 123.0)
+    assert isinstance(loaded, WorkingPacket)
+    for scenario in (
+        subject(working, delayed, name="working").scenario,
+        subject(working, moved, name="working").scenario,
+        subject(loaded).scenario,
+    ):
+        assert scenario.service_table is first.service_table
+        assert scenario.all_compiled_table is first.all_compiled_table
+    assert TABLES.builds == builds
+
+    # The memo's tables are the ones the scenario builds itself.
+    own = build_scenario(loaded_packet(working), config=delayed)
+    assert np.array_equal(own.service_table.time_ms, first.service_table.time_ms)
+
+    wider = base.model_copy(
+        update={"batch_policy": policy.model_copy(update={"max_batch": policy.max_batch + 1})}
+    )
+    assert subject(working, wider, name="working").scenario.service_table is not (
+        first.service_table
+    )
+    assert TABLES.builds == builds + 2  # the plan's table and its all-compiled counterfactual
+
+
+def test_a_hardware_file_is_read_once_for_an_edits_check_and_its_run(tmp_path: Path) -> None:
+    packet = tmp_path / "packet.yaml"
+    text = Path(example_path(DEFAULT_EXAMPLE)).read_text()
+    assert "    preset: npu-8c\n" in text
+    packet.write_text(text.replace("    preset: npu-8c\n", "    file: hw.yaml\n", 1))
+    hardware = tmp_path / "hw.yaml"
+    hardware.write_text("format: handoff-hardware/1\nname: npu-file\npreset: npu-8c\n")
+    working = open_working(load_packet(packet), packet)
+    config = edit_config(subject(working), ("batch_policy", "max_queue_delay_ms"), 3.0)
+    hardware.unlink()  # read for the edit's check: the run must not read it again
+    edited = subject(working, config, name="working").scenario
+    assert edited.hardware.name == "npu-file"
+    assert edited.config.batch_policy.max_queue_delay_ms == 3.0

@@ -324,3 +324,38 @@ async def test_charts_follow_16_colour_themes_and_no_color(
         else:  # the theme's own 16 colours (ANSI numbers), never an RGB value
             assert all(c is None or c.number is not None for pair in colours for c in pair)
             assert any(c is not None for pair in colours for c in pair)
+
+
+async def test_a_delay_edit_reuses_the_service_tables_and_draws_each_chart_once(
+    make_app: MakeApp,
+) -> None:
+    from workbench.lab.engine import TABLES
+
+    app = make_app()
+    async with app.run_test(size=LARGE) as pilot:
+        await pilot.press("4")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, TuneScreen)
+        shown: dict[str, list] = {"tune-latency": [], "tune-hbm": []}
+        for chart_id, calls in shown.items():
+            widget = chart(app, chart_id)
+            through = widget.show
+
+            def counted(data, placeholder=None, calls=calls, through=through):  # type: ignore[no-untyped-def]
+                calls.append(data)
+                through(data, placeholder)
+
+            widget.show = counted  # type: ignore[method-assign]
+        await tab_to(app, pilot, "tune-batch_policy-max_queue_delay_ms")
+        builds, runs = TABLES.builds, app.lab.model_runs
+        delay = screen.config.batch_policy.max_queue_delay_ms
+        await pilot.press("up")
+        await settle(app, pilot)
+        assert screen.config.batch_policy.max_queue_delay_ms > delay
+        assert app.lab.model_runs == runs + 1  # the edit ran the model (preview, then run)
+        assert TABLES.builds == builds  # ... on the plan's memoized service tables
+        assert working_run(app) == expected_run(app)
+        for chart_id, calls in shown.items():
+            assert len(calls) == 1, chart_id  # the preview drew it; the run did not redraw
+            assert chart(app, chart_id).data is calls[0]

@@ -354,7 +354,6 @@ async def keys_help_and_palette(pilot, app: WorkbenchApp) -> None:  # type: igno
 
 async def mapping_burst(pilot, app: WorkbenchApp, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """Mapping step: a burst of changes runs the model once, for the last one."""
-    import workbench.screens.compute as compute
     import workbench.screens.mapping as mapping
 
     runs: list[str] = []
@@ -367,7 +366,7 @@ async def mapping_burst(pilot, app: WorkbenchApp, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(mapping, "run_mapping", counted)
     await goto(pilot, app, 5)
     assert runs == ["baseline"] and "baseline, 4,000 requests" in text_of(app, "#status")
-    monkeypatch.setattr(compute, "DEBOUNCE_S", 1.0)  # keys come far faster than this
+    monkeypatch.setattr(mapping.MappingScreen, "DEBOUNCE_S", 1.0)  # keys come far faster
     await tab_to(pilot, app, "mapping-config")
     await pilot.press("down", "down", "down")  # three configurations in a burst
     await settle(pilot, app)

@@ -114,7 +114,6 @@ def _first_problem(problems: list[tuple[Path_, str]], path: Path_) -> str:
 def edit_config(subject: Subject, path: Path_, value: Any) -> Config:
     """`subject.config` with the field at `path` set to `value` (None removes it; a tile of
     None means autotune), checked like a packet's configuration. Raises ConfigRefused."""
-    from packets.hardware_file import resolve_hardware
     from packets.model_checks import config_model_problems
 
     packet, base = subject.loaded.packet, subject.loaded.packet.baseline
@@ -138,9 +137,8 @@ def edit_config(subject: Subject, path: Path_, value: Any) -> Config:
         raise ConfigRefused(_first_problem([(p.path, p.message) for p in found], path)) from None
     errors = [(p, m) for p, m, severity in config_problems(config, ()) if severity == "error"]
     if not errors:
-        loaded = subject.loaded
         try:
-            hardware = resolve_hardware(packet.inputs.hardware, loaded.base_dir, loaded.name)
+            hardware = subject.hardware  # resolved once per packet (the run uses it too)
         except PacketError as exc:
             raise ConfigRefused(exc.problems[0].message) from None
         errors = config_model_problems(packet, config, subject.dtype, hardware, ())

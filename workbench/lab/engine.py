@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from packets.load import LoadedPacket
 from workbench.core.session import WorkingPacket
 
 if TYPE_CHECKING:
+    from model.compiler.hardware import HardwareEnvelope
     from model.runtime.simulate import RuntimeResult
     from model.runtime.stats import RuntimeProfiles
     from packets.schema import Config
@@ -62,10 +64,49 @@ class Subject:
         """The precision the configuration runs in."""
         return resolve_dtype(self.loaded.packet, self.dtype_from)
 
+    @property
+    def hardware(self) -> HardwareEnvelope:
+        """The packet's hardware, resolved once per working packet (a hardware file read once,
+        not for the edit's check and again for its run). PacketError when it cannot be."""
+        return hardware_of(self.loaded)
+
+    @cached_property
+    def scenario(self) -> Scenario:
+        """The subject's model scenario, built once (its hardware resolved once: a hardware
+        file is read from disk once per subject), its service tables from `TABLES`."""
+        return scenario_for(self)
+
+
+_HARDWARE_KEPT = 4  # packets whose hardware is kept (the working one and a few before it)
+_hardware: OrderedDict[int, tuple[Any, HardwareEnvelope]] = OrderedDict()
+
+
+def hardware_of(loaded: LoadedPacket) -> HardwareEnvelope:
+    """`resolve_hardware` of a packet, memoized by the packet object (an edit makes a new
+    packet, so a changed hardware section, or a file re-read on opening, is resolved anew)."""
+    from packets.hardware_file import resolve_hardware
+
+    packet = loaded.packet
+    with _subjects_lock:
+        found = _hardware.get(id(packet))
+        if found is not None and found[0] is packet:
+            return found[1]
+    hardware = resolve_hardware(packet.inputs.hardware, loaded.base_dir, loaded.name)
+    with _subjects_lock:
+        _hardware[id(packet)] = (packet, hardware)  # holding the packet keeps its id unique
+        while len(_hardware) > _HARDWARE_KEPT:
+            _hardware.popitem(last=False)
+    return hardware
+
 
 def loaded_packet(working: WorkingPacket) -> LoadedPacket:
     """The working packet as `triage.scenario.build_scenario` takes it (no source lines)."""
     return LoadedPacket(working.packet, working.name, b"", working.base_dir, working.warnings)
+
+
+_SUBJECTS_KEPT = 16  # recent subjects (each edit makes one; Tune asks for it several times)
+_subjects: OrderedDict[tuple, tuple[WorkingPacket, Any, Subject]] = OrderedDict()
+_subjects_lock = threading.Lock()
 
 
 def subject(
@@ -76,7 +117,27 @@ def subject(
     dtype_from: str | None = None,
 ) -> Subject:
     """The subject for `config` (default: the configuration called `name`, baseline or a
-    candidate), run in the precision of candidate `dtype_from` (default: `name`'s)."""
+    candidate), run in the precision of candidate `dtype_from` (default: `name`'s).
+
+    The same working packet and config objects give the same Subject object: its cache key is
+    built once and its scenario (hardware, service tables) derived once per edit."""
+    memo = (id(working), id(working.packet), id(config), name, dtype_from)
+    with _subjects_lock:
+        found = _subjects.get(memo)
+        if found is not None and found[0] is working and found[1] is config:
+            _subjects.move_to_end(memo)
+            return found[2]
+    made = _make_subject(working, config, name, dtype_from)
+    with _subjects_lock:
+        _subjects[memo] = (working, config, made)  # holding them keeps their ids unique
+        while len(_subjects) > _SUBJECTS_KEPT:
+            _subjects.popitem(last=False)
+    return made
+
+
+def _make_subject(
+    working: WorkingPacket, config: Config | None, name: str, dtype_from: str | None
+) -> Subject:
     packet = working.packet
     if config is None:
         config = resolve_config(packet, name)
@@ -183,15 +244,96 @@ class Cancelled(Exception):
     """A lab computation was abandoned between chunks (a newer request replaced it)."""
 
 
+class _Cache:
+    """A small thread-safe LRU map (values are computed outside the lock)."""
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def discard(self, key: Hashable) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._entries:
+                self._items.popitem(last=False)
+
+
+class TableMemo:
+    """Service tables by what they depend on (block, hardware, fusion, tiles, compiled shapes,
+    fallback, batch sizes and shape values), so an edit that cannot change them (max queue
+    delay, placement, load) reuses the tables of the plan it runs. Thread-safe.
+
+    Attributes:
+        builds: how many tables were built (not reused), for tests and benchmarks.
+    """
+
+    def __init__(self, entries: int = 16) -> None:
+        self._cache = _Cache(entries)  # a table is ~100 KB at 32 batch sizes x 8 shapes
+        self._lock = threading.Lock()
+        self.builds = 0
+
+    def table(self, scenario: Scenario, compiled: list[int]) -> Any:
+        """The service table of `scenario`'s plan with `compiled` shapes (Scenario._table)."""
+        from packets.model_specs import fusion_spec, tile_spec
+
+        config = scenario.config
+        key = json.dumps(
+            [
+                repr(scenario.block),
+                repr(scenario.hardware),
+                fusion_spec(config),
+                tile_spec(config),
+                list(compiled),
+                repr(scenario.fallback_policy),
+                config.batch_policy.max_batch,
+                sorted(scenario.runtime.workload.shapes.values),
+            ],
+            sort_keys=True,
+        )
+        found = self._cache.get(key)
+        if found is None:
+            found = scenario._table(compiled)
+            with self._lock:
+                self.builds += 1
+            self._cache.put(key, found)
+        return found
+
+
+TABLES = TableMemo()
+"""The app's service-table memo (shared by every subject)."""
+
+
 def scenario_for(subject: Subject) -> Scenario:
-    """The model scenario of a subject (its service tables are built on first use)."""
+    """The model scenario of a subject, its service tables taken from `TABLES`."""
     from triage.scenario import build_scenario
 
-    scenario = build_scenario(subject.loaded, subject.dtype_from, config=subject.config)
+    scenario = build_scenario(
+        subject.loaded, subject.dtype_from, config=subject.config, hardware=subject.hardware
+    )
     if scenario.candidate != subject.name:
         import dataclasses
 
         scenario = dataclasses.replace(scenario, candidate=subject.name)
+    if scenario.uses_model:
+        # Scenario's tables are cached_properties: filling them in before first use is how
+        # the scenario takes memoized tables (the same values it would build itself).
+        compiled = list(scenario.config.compiled_shapes.seq_len)
+        drawn = sorted(set(compiled) | set(scenario.runtime.workload.shapes.values))
+        scenario.__dict__["service_table"] = TABLES.table(scenario, compiled)
+        scenario.__dict__["all_compiled_table"] = TABLES.table(scenario, drawn)
     return scenario
 
 
@@ -209,7 +351,7 @@ def compute_preview(subject: Subject) -> LabPreview:
     from model.runtime.stats import measured, runtime_profiles
     from triage.runs import simulate_scenario
 
-    scenario = scenario_for(subject)
+    scenario = subject.scenario
     result = simulate_scenario(scenario)
     requests = result.requests
     window = measured(result)
@@ -266,7 +408,7 @@ def compute_load_curve(
 
     from model.runtime.sweep import run_sweep
 
-    scenario = scenario_for(subject)
+    scenario = subject.scenario
     runtime, table = scenario.runtime, scenario.service_table
     rates = [base_rate_per_s(scenario) * f for f in factors]
     configs = [
@@ -307,34 +449,7 @@ def worksheet_point(subject: Subject) -> tuple[int, int]:
 
 def compute_worksheet(subject: Subject, baseline: Subject) -> dict:
     """The fusion & tile-plan worksheet (handoff-worksheet/1) of `subject` against `baseline`."""
-    return scenario_for(subject).worksheet(scenario_for(baseline), *worksheet_point(subject))
-
-
-class _Cache:
-    """A small thread-safe LRU map (values are computed outside the lock)."""
-
-    def __init__(self, entries: int) -> None:
-        self._entries = entries
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Any | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def discard(self, key: Hashable) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-
-    def put(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._entries:
-                self._items.popitem(last=False)
+    return subject.scenario.worksheet(baseline.scenario, *worksheet_point(subject))
 
 
 class Lab:

@@ -1,13 +1,16 @@
-"""ComputeScreen: a step screen that runs model work off the UI thread, and the small form fields
-(not packet fields) its actions read.
+"""ComputeScreen: the one base for step screens that run work off the UI thread, and the small
+form fields (not packet fields) its actions read.
 
-One exclusive worker per screen: it waits a short debounce (a burst of edits runs once, for the
-last value), then runs the work in a thread (`asyncio.to_thread`), so the UI keeps drawing. A
-busy line appears when work takes longer than BUSY_AFTER_S; a failure is one line on the screen,
-never a crash (`exit_on_error=False`, and exceptions are caught). Work runs on a channel (one
-per kind of result); a newer start on a channel supersedes the older one, whose result is then
-dropped: a stale result never overwrites a newer one. Threads cannot be interrupted, so long work takes a `threading.Event` to
-stop at its next checkpoint (the validation matrix stops between chunks).
+Work runs on a channel (one per kind of result) in one exclusive Textual worker per channel
+(`run_worker(exclusive=True)`, what `@work(exclusive=True)` does, with the channel as the
+group): with `debounce`, the worker first sleeps the class's DEBOUNCE_S (a newer start cancels
+that sleep, so a burst of edits runs once, for the last value), then runs the work in a thread
+(`asyncio.to_thread`), so the UI keeps drawing. Threads cannot be interrupted (NOTES), so every
+start gets a `Ticket`: its generation is compared when the result lands (only the channel's
+newest may show it: a stale result never overwrites a newer one), and its `stop` event is set
+when a newer start, `forget` or `stop_compute` supersedes it, for long work to stop at its
+next checkpoint. One busy line says what runs once work takes longer than BUSY_AFTER_S; a
+failure is one line on the screen, never a crash (`exit_on_error=False`, exceptions caught).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 from textual.app import ComposeResult
@@ -33,7 +37,21 @@ from .base import StepScreen
 T = TypeVar("T")
 PROBLEM_NOTES = frozenset({"error", "sign-problem", "export-problem", "action-problem"})
 BUSY_AFTER_S = 0.3  # show that work is running when it takes longer than this
-DEBOUNCE_S = 0.15  # wait this long after the last request before computing
+DEBOUNCE_S = 0.15  # wait this long after the last request before computing (NOTES: a burst of
+# 10 edits ran one computation); screens whose keys repeat faster set their own (Tune: 0.05)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One start of work on a channel.
+
+    Attributes:
+        generation: the start's number on its channel (1, 2, ...); only the newest shows.
+        stop: set once a newer start (or `forget`, `stop_compute`) supersedes it.
+    """
+
+    generation: int
+    stop: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
 def form_field(
@@ -70,18 +88,222 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-class ComputeScreen(StepScreen):
-    """A step screen with off-thread compute, a busy line and a one-line error line.
+class WorkScreen(StepScreen):
+    """A step screen with off-thread work, one busy line and one error line.
 
-    Subclasses yield `compose_status()` where those lines go, read form fields with `form_value`
-    and start work with `start_compute`.
+    Start work with `start_compute` (work given its stop event) or `compute` (a job of no
+    arguments, its generation known for progress and staleness checks); subclasses yield
+    `compose_status()` where the lines go (ids BUSY_NOTE and ERROR_NOTE).
     """
 
     BUSY_AFTER_S: ClassVar[float] = BUSY_AFTER_S
+    DEBOUNCE_S: ClassVar[float] = DEBOUNCE_S
+    BUSY_NOTE: ClassVar[str] = "busy"
+    """DOM id of the note the busy line goes in."""
+    ERROR_NOTE: ClassVar[str] = "error"
+    """DOM id of the note the error line goes in."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tickets: dict[str, Ticket] = {}  # each channel's newest start
+        self._busy_labels: dict[str, str] = {}  # channels whose work shows as busy
+
+    def compose_status(self) -> ComposeResult:
+        """The busy and error lines."""
+        yield Note(id=self.BUSY_NOTE, classes="busy")
+        yield Note(id=self.ERROR_NOTE, classes="compute-error")
+
+    def show_error(self, text: str) -> None:
+        """One line saying what failed ('' clears it)."""
+        notes = self.query(f"#{self.ERROR_NOTE}")
+        if notes:
+            notes.first(Note).say(text)
+
+    # --- work off the UI thread ---------------------------------------------------------------
+
+    def newest(self, channel: str = "main") -> int:
+        """The generation of the newest start on `channel` (0 before any)."""
+        ticket = self._tickets.get(channel)
+        return ticket.generation if ticket is not None else 0
+
+    def is_newest(self, stop: threading.Event) -> bool:
+        """True when the work given `stop` is its channel's latest start (its results may be
+        shown)."""
+        return any(stop is ticket.stop for ticket in self._tickets.values())
+
+    def running(self, channel: str = "main") -> bool:
+        """True while this screen's work on `channel` is in flight."""
+        group = self._group(channel)
+        return any(w.group == group and not w.is_finished for w in self.workers)
+
+    @property
+    def busy(self) -> bool:
+        """True while any work of this screen is in flight."""
+        return any(w.group.startswith(self._group("")) and not w.is_finished for w in self.workers)
+
+    def _group(self, channel: str) -> str:
+        return f"compute-{self.step.id}-{channel}"
+
+    def _next_ticket(self, channel: str) -> Ticket:
+        previous = self._tickets.get(channel)
+        if previous is not None:
+            previous.stop.set()  # the previous work (if any) stops at its next checkpoint
+        ticket = Ticket(self.newest(channel) + 1)
+        self._tickets[channel] = ticket
+        return ticket
+
+    def forget(self, channel: str = "main") -> None:
+        """Drop whatever `channel` has in flight (its result will not be shown)."""
+        self._next_ticket(channel)
+        if self._busy_labels.pop(channel, None) is not None:
+            self._say_busy()
+
+    def stop_compute(self, channel: str = "main") -> None:
+        """Ask the running work on `channel` to stop at its next checkpoint (its outcome, often
+        the work's own cancellation error, is still shown)."""
+        ticket = self._tickets.get(channel)
+        if ticket is not None:
+            ticket.stop.set()
+
+    def start_compute(
+        self,
+        label: str,
+        work: Callable[[threading.Event], T],
+        done: Callable[[T], None],
+        *,
+        debounce: bool = False,
+        failed: Callable[[BaseException], None] | None = None,
+        channel: str = "main",
+    ) -> None:
+        """Run `work(stop)` in a thread, then `done(result)` on the UI thread, unless a newer
+        start on the same `channel` came first (channels run side by side). `stop` is set when
+        a newer start or `stop_compute` supersedes the work."""
+        ticket = self._next_ticket(channel)
+        self._launch(channel, ticket, label, partial(work, ticket.stop), done, failed, debounce)
+
+    def compute(
+        self,
+        channel: str,
+        job: Callable[[], T],
+        apply: Callable[[T], None],
+        *,
+        debounce: bool = False,
+        label: str = "running the model",
+    ) -> int:
+        """Run `job()` in a thread and `apply(result)` here, if still the newest of `channel`.
+        Returns the start's generation."""
+        ticket = self._next_ticket(channel)
+        self._launch(channel, ticket, label, job, apply, None, debounce)
+        return ticket.generation
+
+    def show_or_compute(
+        self, channel: str, found: T | None, job: Callable[[], T], apply: Callable[[T], None]
+    ) -> bool:
+        """`apply(found)` at once when it was cached (dropping whatever of `channel` is in
+        flight), else `compute` it. Returns True when it has to be computed."""
+        if found is not None:
+            self.forget(channel)
+            apply(found)
+            return False
+        self.compute(channel, job, apply)
+        return True
+
+    def from_thread(self, channel: str, generation: int, update: Callable[..., None]) -> Callable:
+        """A callable a worker thread may call: it runs `update(*args)` on the UI thread if the
+        start `generation` is still the newest (for progress). Call this on the UI thread."""
+        loop = asyncio.get_running_loop()
+
+        def guarded(*args: Any, **kwargs: Any) -> None:
+            if self.newest(channel) == generation:
+                update(*args, **kwargs)
+
+        return lambda *args, **kwargs: loop.call_soon_threadsafe(partial(guarded, *args, **kwargs))
+
+    def stale(self, channel: str, generation: int) -> Callable[[], bool]:
+        """A check a worker thread may call between chunks: True once a newer start came."""
+        return lambda: self.newest(channel) != generation
+
+    def _launch(
+        self,
+        channel: str,
+        ticket: Ticket,
+        label: str,
+        job: Callable[[], T],
+        done: Callable[[T], None],
+        failed: Callable[[BaseException], None] | None,
+        debounce: bool,
+    ) -> None:
+        self.show_error("")
+        self.run_worker(
+            self._compute(channel, ticket, label, job, done, failed, debounce),
+            name=self._group(channel),
+            group=self._group(channel),
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _current(self, channel: str, ticket: Ticket) -> bool:
+        return self._tickets.get(channel) is ticket and self.is_attached
+
+    async def _compute(
+        self,
+        channel: str,
+        ticket: Ticket,
+        label: str,
+        job: Callable[[], T],
+        done: Callable[[T], None],
+        failed: Callable[[BaseException], None] | None,
+        debounce: bool,
+    ) -> None:
+        if debounce:
+            await asyncio.sleep(self.DEBOUNCE_S)
+        timer = self.set_timer(self.BUSY_AFTER_S, partial(self._set_busy, channel, ticket, label))
+        try:
+            result = await asyncio.to_thread(job)
+        except Exception as exc:  # a failure is a line on screen, never a crash
+            if self._current(channel, ticket):
+                if failed is not None:
+                    failed(exc)
+                else:
+                    self.show_error(f"{label[:1].upper()}{label[1:]}: {one_line(exc)}")
+            return
+        finally:
+            timer.stop()
+            if self._current(channel, ticket) and self._busy_labels.pop(channel, None):
+                self._say_busy()
+        if not self._current(channel, ticket):
+            return  # a newer start is running or has shown its result
+        try:
+            done(result)
+        except Exception as exc:  # a display bug must not quit the app
+            self.show_error(f"showing the result failed: {one_line(exc)}")
+
+    def _set_busy(self, channel: str, ticket: Ticket, label: str) -> None:
+        if self._current(channel, ticket):
+            self._busy_labels[channel] = label
+            self._say_busy()
+
+    def _say_busy(self) -> None:
+        notes = self.query(f"#{self.BUSY_NOTE}")
+        if notes:
+            text = "; ".join(self._busy_labels.values())
+            notes.first(Note).say(f"⟳ {text[:1].upper()}{text[1:]}…" if text else "")
+
+    def on_unmount(self) -> None:
+        for ticket in self._tickets.values():
+            ticket.stop.set()  # a thread still running stops at its next checkpoint
+
+
+class ComputeScreen(WorkScreen):
+    """A work screen with a status line and form fields (values its actions read), which
+    redraws its outputs only when the packet changed.
+
+    Subclasses yield `compose_status()` where the status, busy and error lines go, read form
+    fields with `form_value` and start work with `start_compute`.
+    """
 
     def __init__(self, step: Any) -> None:
         super().__init__(step)
-        self._stops: dict[str, threading.Event] = {}  # each channel's newest work
         self.form: dict[str, Any] = {}
         """Values of the screen's form fields, by field name (what its actions read)."""
         self._outputs_for: tuple[Any, bool, str] | None = None
@@ -108,8 +330,7 @@ class ComputeScreen(StepScreen):
     def compose_status(self) -> ComposeResult:
         """The screen's status, busy and error lines."""
         yield Note(id="status", classes="status")
-        yield Note(id="busy", classes="busy")
-        yield Note(id="error", classes="compute-error")
+        yield from super().compose_status()
 
     def say(self, note_id: str, text: str, state: str | None = None) -> None:
         """Show `text` in note `note_id`; `state` (missing/stale/current) colours a status."""
@@ -120,87 +341,6 @@ class ComputeScreen(StepScreen):
         if state is not None:
             for name in ("missing", "stale", "current"):
                 note.set_class(name == state, f"-{name}")
-
-    def show_error(self, text: str) -> None:
-        """One line saying what failed ('' clears it)."""
-        self.say("error", text)
-
-    def running(self, channel: str = "main") -> bool:
-        """True while this screen's work on `channel` is in flight."""
-        group = self._group(channel)
-        return any(w.group == group and w.is_running for w in self.workers)
-
-    def _group(self, channel: str) -> str:
-        return f"compute-{self.step.id}-{channel}"
-
-    def start_compute(
-        self,
-        label: str,
-        work: Callable[[threading.Event], T],
-        done: Callable[[T], None],
-        *,
-        debounce: bool = False,
-        failed: Callable[[BaseException], None] | None = None,
-        channel: str = "main",
-    ) -> None:
-        """Run `work(stop)` in a thread, then `done(result)` on the UI thread, unless a newer
-        start on the same `channel` came first (channels run side by side). `stop` is set when
-        a newer start or `stop_compute` supersedes the work."""
-        previous = self._stops.get(channel)
-        if previous is not None:
-            previous.set()  # the previous work (if any) stops at its next checkpoint
-        self._stops[channel] = stop = threading.Event()
-        self.show_error("")
-        self.run_worker(
-            self._compute(label, work, done, failed, stop, debounce),
-            group=self._group(channel),
-            exclusive=True,
-            exit_on_error=False,
-        )
-
-    def stop_compute(self, channel: str = "main") -> None:
-        """Ask the running work on `channel` to stop at its next checkpoint."""
-        stop = self._stops.get(channel)
-        if stop is not None:
-            stop.set()
-
-    def is_newest(self, stop: threading.Event) -> bool:
-        """True when the work given `stop` is its channel's latest start (its results may be
-        shown)."""
-        return any(stop is newest for newest in self._stops.values())
-
-    async def _compute(
-        self,
-        label: str,
-        work: Callable[[threading.Event], T],
-        done: Callable[[T], None],
-        failed: Callable[[BaseException], None] | None,
-        stop: threading.Event,
-        debounce: bool,
-    ) -> None:
-        if debounce:
-            await asyncio.sleep(DEBOUNCE_S)
-        timer = self.set_timer(self.BUSY_AFTER_S, lambda: self._busy(stop, label))
-        try:
-            result = await asyncio.to_thread(work, stop)
-        except Exception as exc:  # a failure is a line on screen, never a crash
-            if self.is_newest(stop):
-                (failed or (lambda e: self.show_error(f"{label}: {one_line(e)}")))(exc)
-            return
-        finally:
-            timer.stop()
-            if self.is_newest(stop) and self.is_attached:
-                self.say("busy", "")
-        if self.is_newest(stop) and self.is_attached:
-            done(result)
-
-    def _busy(self, stop: threading.Event, label: str) -> None:
-        if self.is_newest(stop) and self.is_attached:
-            self.say("busy", f"⟳ {label}…")
-
-    def on_unmount(self) -> None:
-        for stop in self._stops.values():
-            stop.set()  # a thread still running stops at its next checkpoint
 
     # --- form fields -------------------------------------------------------------------------
 

@@ -53,6 +53,8 @@ SEARCH_TRIALS = 32
 class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
+    DEBOUNCE_S: ClassVar[float] = 0.05  # held keys repeat every 25-40 ms: a burst runs once
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
         Binding("f3", "view(-1)", "Previous view", id="previous-chart", priority=True, show=False),
@@ -80,6 +82,7 @@ class TuneScreen(LabScreen):
         self.sections = tune_sections(packet)
         self.fields = {f.id: f for _, fields in self.sections for f in fields}
         self.shown_runs: tuple[LabRun, LabRun] | None = None
+        self._charted: tuple | None = None  # what the charts were drawn from (by identity)
         """(working, baseline) runs on screen."""
         self.pareto: tuple = ()
         """The last search's Pareto front (triage.search.Trial), as shown."""
@@ -348,6 +351,7 @@ class TuneScreen(LabScreen):
         self.query_one("#tune-hbm", Chart).show(
             hbm_chart([("baseline", base), ("working", preview)])
         )
+        self._charted = (preview.latency_ms, preview.profiles, base, packet)
         target, lab = self.working_subject(self.workbench.working), self.lab
         self.compute("tune-full", lambda: (lab.run(target), base), self.show_runs)
 
@@ -369,8 +373,16 @@ class TuneScreen(LabScreen):
         self.shown_runs = (run, base)
         target = self.working_subject(self.workbench.working)
         self.query_one("#tune-status", Static).update(self._status(run, base, target))
-        self.query_one("#tune-latency", Chart).show(latency_chart(run, base, packet))
-        self.query_one("#tune-hbm", Chart).show(hbm_chart([("baseline", base), ("working", run)]))
+        charted = (run.latency_ms, run.profiles, base, packet)
+        # A run completing a preview already charted has the same series objects: no redraw.
+        if self._charted is None or any(
+            a is not b for a, b in zip(charted, self._charted, strict=True)
+        ):
+            self.query_one("#tune-latency", Chart).show(latency_chart(run, base, packet))
+            self.query_one("#tune-hbm", Chart).show(
+                hbm_chart([("baseline", base), ("working", run)])
+            )
+            self._charted = charted
         self.request_extras()
 
     def request_extras(self) -> None:
@@ -403,7 +415,7 @@ class TuneScreen(LabScreen):
 
     def request_load_curves(self) -> None:
         """p99 vs load for the baseline and the working configuration, with progress."""
-        from workbench.lab.engine import LOAD_FACTORS, scenario_for
+        from workbench.lab.engine import LOAD_FACTORS
 
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
@@ -427,7 +439,7 @@ class TuneScreen(LabScreen):
                     cancelled=stale,
                 )
                 curves.append(("baseline" if item is base else "working", curve))
-            return curves, base_rate_per_s(scenario_for(base))
+            return curves, base_rate_per_s(base.scenario)
 
         self.compute("tune-load", job, self.show_load_curves, label="p99 vs load")
 
