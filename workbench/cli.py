@@ -79,8 +79,10 @@ def _with_command(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _with_command(list(sys.argv[1:] if argv is None else argv))
     args = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
-    if args.command != "open":
-        gc.enable()  # off for start-up (workbench.entry); the app turns it on after its first frame
+    if args.command != "open":  # the app turns the collector on after its first frame
+        if not gc.isenabled():  # started by the console script (workbench.entry): the start-up
+            gc.freeze()  # objects stay out of the command's collections and shutdown's
+        gc.enable()
     try:
         return args.run(args)
     except PacketError as exc:
