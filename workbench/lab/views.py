@@ -13,15 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from packets.schema import Packet
+from triage import units
 from workbench.lab.engine import LabRun
 
 DRIVER_PART = {"placement": "imbalance", "fallback": "fallback", "contention": "contention"}
 """Counterfactual driver -> the latency part it shows up as."""
 
 
-def ms(value: float | None) -> str:
-    """'12.34 ms' ('n/a' for None)."""
-    return "n/a" if value is None else f"{value:,.2f} ms"
+ms = units.ms  # '12.34 ms' ('n/a' for None)
 
 
 @dataclass(frozen=True)
