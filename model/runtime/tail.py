@@ -38,6 +38,11 @@ DRIVERS = ("placement", "fallback", "contention")
 # Threads running counterfactual re-runs at once: the machines this runs on have 2 cores, and
 # each run in flight holds its own per-request arrays (model/runtime/README.md "Memory").
 COUNTERFACTUAL_WORKERS = 2
+# Above this many requests the re-runs go one at a time: a second one in flight adds ~70 bytes
+# per request to the peak (measured by tests/runtime/test_memory.py at 2M requests: 322 bytes
+# per request against the 276 the 10M-request cap's 3 GB budget allows), so runs that large
+# keep the memory budget and small ones, whose summary time is what a user waits on, overlap.
+CONCURRENT_MAX_REQUESTS = 1_000_000
 
 
 def tail_percentiles(latency_ms: np.ndarray) -> tuple[float, float]:
@@ -263,7 +268,8 @@ def counterfactual_attribution(
 
     def tail_of(off: frozenset[str]) -> tuple[float, float]:
         """(p95, p99) of the run with the drivers in `off` switched off, ms; its latencies are
-        dropped on return (at most COUNTERFACTUAL_WORKERS runs alive at a time)."""
+        dropped on return (at most COUNTERFACTUAL_WORKERS runs alive at a time, one above
+        CONCURRENT_MAX_REQUESTS)."""
         if not off:
             return tail_percentiles(measured_latency_ms(result))
         cfg, tab = switched_off(result.config, table, all_compiled_table, off)
@@ -272,7 +278,8 @@ def counterfactual_attribution(
     # 2^k independent runs over the k active drivers (latencies only: no per-batch trace or
     # timeline). The kernels release the GIL (nogil=True), so the re-runs overlap on a small
     # pool; `map` hands results back in subset order, so the sums below run in a fixed order.
-    with ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS) as pool:
+    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+    with ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS if small else 1) as pool:
         tails = dict(zip(subsets, pool.map(tail_of, subsets), strict=True))
     p95 = {off: t[0] for off, t in tails.items()}
     p99 = {off: t[1] for off, t in tails.items()}
