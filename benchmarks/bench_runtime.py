@@ -1,6 +1,9 @@
 """Runtime simulator speed: default example, M/M/8 against SimPy, end to end, sweep.
 
-Run: `python -m benchmarks.bench_runtime` (writes the `runtime` section of BENCHMARKS.md).
+Run: `python -m benchmarks.bench_runtime` (writes the `runtime` and `runtime-summary` sections
+of BENCHMARKS.md); `python -m benchmarks.bench_runtime summary` writes only the second: each
+shipped example's summary (`summarize`: headline, compositions, the counterfactual re-runs)
+against its simulation (`simulate`), target <= 1.5x.
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ from model.runtime.inputs import (
 )
 from model.runtime.kernel import warm_up
 from model.runtime.simulate import simulate
+from model.runtime.summary import summarize
 from model.runtime.sweep import run_sweep
+from model.runtime.tail import COUNTERFACTUAL_WORKERS
 from model.runtime.workload import generate_requests
-from packets.examples import DEFAULT_EXAMPLE, example_path
+from packets.examples import DEFAULT_EXAMPLE, example_names, example_path
 from packets.load import load_packet
 from triage.scenario import build_scenario
 
 COMMAND = "python -m benchmarks.bench_runtime"
+SUMMARY_REPEATS = 21
 SHAPES = (512, 1024, 2048, 4096)
 
 
@@ -198,5 +204,48 @@ def main() -> None:
     write_section("runtime", "Runtime simulator", COMMAND, "\n".join(lines))
 
 
+def summary_vs_simulation() -> None:
+    """Each shipped example's baseline: median simulate vs median summarize, interleaved."""
+    warm_up()
+    lines = [
+        "Each shipped example's baseline at its own request count. `summarize` is everything",
+        "`workbench run` does after the simulation: headline statistics, tail compositions and",
+        f"the counterfactual re-runs ({COUNTERFACTUAL_WORKERS} threads; the kernels release the",
+        "GIL). Both timed in one process, interleaved, after one warm-up run.",
+        "",
+        "| example | simulate | summarize | summary / simulation | target |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in example_names():
+        sc = build_scenario(load_packet(example_path(name)))
+        cfg, table, ideal = sc.runtime, sc.service_table, sc.all_compiled_table
+        summarize(simulate(cfg, table, all_compiled_table=ideal), table, all_compiled_table=ideal)
+        sim, summ = [], []
+        for _ in range(SUMMARY_REPEATS):
+            t = time.perf_counter()
+            result = simulate(cfg, table, all_compiled_table=ideal)
+            sim.append((time.perf_counter() - t) * 1000.0)
+            t = time.perf_counter()
+            summarize(result, table, all_compiled_table=ideal)
+            summ.append((time.perf_counter() - t) * 1000.0)
+        a, b = statistics.median(sim), statistics.median(summ)
+        lines.append(
+            f"| `{name}` ({cfg.workload.requests:,} requests) | {a:.1f} ms | {b:.1f} ms | "
+            f"{b / a:.2f}x | <= 1.5x |"
+        )
+    load = os.getloadavg()[0]
+    lines += ["", f"Median of {SUMMARY_REPEATS}. 1-minute load average when the run ended: "
+              f"{load:.1f} on {os.cpu_count()} CPUs (`uptime`); on a loaded machine the "
+              "re-runs' threads find no free core and run one after another."]  # fmt: skip
+    write_section(
+        "runtime-summary", "Run summary against its simulation", f"{COMMAND} summary",
+        "\n".join(lines),
+    )  # fmt: skip
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["summary"]:
+        summary_vs_simulation()
+    else:
+        main()
+        summary_vs_simulation()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from typing import TYPE_CHECKING
 
@@ -33,16 +34,14 @@ def simulate_scenario(scenario: Scenario) -> RuntimeResult:
 def summarize_scenario(scenario: Scenario, path: str, result: RuntimeResult) -> RunReport:
     """Summarize a scenario's simulation (the second half of `run_scenario`: the tail
     attribution's counterfactual re-runs and the classification)."""
-    summary = summarize(
+    run = summarize(
         result,
         scenario.service_table,
         all_compiled_table=scenario.all_compiled_table,
         command=reproduce_command(path, scenario),
     )
-    return RunReport(
-        summary={"packet": scenario.packet.id, "candidate": scenario.candidate, **summary},
-        result=result,
-    )
+    named = dataclasses.replace(run, packet=scenario.packet.id, candidate=scenario.candidate)
+    return RunReport(run=named, result=result)
 
 
 def run_scenario(scenario: Scenario, path: str) -> RunReport:

@@ -10,82 +10,80 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from packets.errors import PacketError, TelemetryProblem, UsageError
 from packets.safe_text import printable
 
-from .commands import (
-    artifact,
-    check,
-    diff,
-    examples,
-    export,
-    open_app,
-    propose,
-    recommend,
-    report,
-    run,
-    schema,
-    search,
-    serve,
-    sign,
-    sweep,
-    telemetry,
-    validate,
-    verify,
-    worksheet,
-)
-
-COMMANDS = (
-    open_app,
-    serve,
-    check,
-    schema,
-    examples,
-    run,
-    sweep,
-    search,
-    worksheet,
-    telemetry,
-    report,
-    propose,
-    validate,
-    recommend,
-    artifact,
-    sign,
-    verify,
-    export,
-    diff,
-)
+# name -> (module under workbench.commands, help): the parser lists every command from this
+# table and imports only the chosen command's module, which adds its own arguments (importing
+# all of them pulled numba, polars and the signing code into every start-up). The help text
+# here is the module's own (tests/cli/test_lazy_commands.py checks they agree).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "open": ("open_app", "open the workbench app (default: the example packet)"),
+    "serve": ("serve", "serve the app to a browser on localhost"),
+    "check": ("check", "validate packet files"),
+    "schema": ("schema", "print the packet JSON Schema"),
+    "examples": ("examples", "list or copy the example packets"),
+    "run": ("run", "simulate the baseline or a candidate"),
+    "sweep": ("sweep", "run a grid of --set edits"),
+    "search": ("search", "guided search for a candidate (Optuna, seeded)"),
+    "worksheet": ("worksheet", "fusion & tile-plan worksheet"),
+    "telemetry": ("telemetry", "compare or calibrate the model against telemetry"),
+    "report": (
+        "report",
+        "closed-loop mapping report: accuracy, calibration, adaptation gain, actions",
+    ),
+    "propose": ("propose", "classify the baseline's bottleneck and propose a candidate"),
+    "validate": ("validate", "run the validation matrix for the proposed candidate"),
+    "recommend": ("recommend", "release recommendation (ship / ship-guarded / hold)"),
+    "artifact": ("artifact", "record an owner's closure artifact"),
+    "sign": ("sign", "sign a packet as one owner (OpenSSH SSHSIG)"),
+    "verify": ("verify", "verify owner signatures"),
+    "export": ("export", "export the packet (YAML) or a readable report (markdown)"),
+    "diff": ("diff", "compare two packet revisions"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    """The module of command `name` (imported on first use)."""
+    return importlib.import_module(f"workbench.commands.{COMMANDS[name][0]}")
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser: every command listed with its help, only `chosen`'s arguments added (its
+    module imported); None imports none (enough for `workbench --help`)."""
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="Terminal workbench for accelerator performance triage with handoff packets.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
-    parser.command_names = list(sub.choices)  # type: ignore[attr-defined]
+    for name, (_, help_text) in COMMANDS.items():
+        if name == chosen:
+            command_module(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
-def _with_command(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+def _with_command(argv: list[str]) -> list[str]:
     """`workbench [PACKET] [OPTIONS]` means `workbench open [PACKET] [OPTIONS]`."""
-    if argv and (argv[0] in parser.command_names or argv[0] in ("-h", "--help")):  # type: ignore[attr-defined]
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
         return argv
     return ["open", *argv]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(_with_command(parser, list(sys.argv[1:] if argv is None else argv)))
-    if args.command != "open":
-        gc.enable()  # off for start-up (workbench.entry); the app turns it on after its first frame
+    argv = _with_command(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
+    if args.command != "open":  # the app turns the collector on after its first frame
+        if not gc.isenabled():  # started by the console script (workbench.entry): the start-up
+            gc.freeze()  # objects stay out of the command's collections and shutdown's
+        gc.enable()
     try:
         return args.run(args)
     except PacketError as exc:

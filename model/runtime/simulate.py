@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -216,6 +217,31 @@ class KernelOutput:
     identity: bool  # batch i is request i (the single-request FIFO path)
 
 
+class KernelArrays(NamedTuple):
+    """What `model.runtime.kernel.simulate_kernel` returns, field by field in its order: the
+    per-batch arrays are sized for one batch per request and valid up to n_batches, the
+    timeline up to n_timeline (times ms, demand bytes/ms)."""
+
+    req_batch: np.ndarray  # int32 batch of each request (-1: unserved)
+    start: np.ndarray
+    ready: np.ndarray
+    memory_start: np.ndarray
+    finish: np.ndarray
+    core: np.ndarray
+    size: np.ndarray
+    col: np.ndarray
+    lead: np.ndarray
+    stall: np.ndarray
+    compute: np.ndarray  # not read: the table gives the service parts
+    memory: np.ndarray
+    slowed: np.ndarray
+    level: np.ndarray
+    n_batches: int
+    timeline_ms: np.ndarray
+    timeline_demand: np.ndarray
+    n_timeline: int
+
+
 def fifo_path_applies(config: RuntimeConfig, plan: QueuePlan, columns: ShapeColumns) -> bool:
     """True when the run is single-request FIFO with fixed or pooled dispatch and nothing
     state-dependent beyond it: pinned service, max_batch 1, no compile stall to pay."""
@@ -290,12 +316,28 @@ def run_kernel(
         table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
         overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6, timeline,
     )  # fmt: skip
-    nb, n_tl = int(out[14]), int(out[17])
-    if np.any(out[0] < 0):
+    raw = KernelArrays(*out)
+    nb, n_tl = int(raw.n_batches), int(raw.n_timeline)
+    if np.any(raw.req_batch < 0):
         raise RuntimeError("runtime kernel left requests unserved (empty core set?)")
-    view = [x[:nb] for x in out[1:14]]  # views: no copies of the per-batch arrays
-    timeline = (out[15][:n_tl], out[16][:n_tl])
-    return KernelOutput(out[0], *view[:9], *view[10:], *timeline, identity=False)
+    return KernelOutput(  # views on the first nb (n_tl) entries: no copies
+        req_batch=raw.req_batch,
+        start=raw.start[:nb],
+        ready=raw.ready[:nb],
+        memory_start=raw.memory_start[:nb],
+        finish=raw.finish[:nb],
+        core=raw.core[:nb],
+        size=raw.size[:nb],
+        col=raw.col[:nb],
+        lead=raw.lead[:nb],
+        stall=raw.stall[:nb],
+        memory=raw.memory[:nb],
+        slowed=raw.slowed[:nb],
+        level=raw.level[:nb],
+        timeline_ms=raw.timeline_ms[:n_tl],
+        timeline_demand=raw.timeline_demand[:n_tl],
+        identity=False,
+    )
 
 
 def service_parts(table: ServiceTable, level: np.ndarray, row: np.ndarray, col: np.ndarray):

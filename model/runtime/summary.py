@@ -1,13 +1,15 @@
-"""One call for `workbench run`: simulate, then the JSON summary (a plain dict).
+"""One call for `workbench run`: simulate, then the run's summary (a typed `RunSummary`).
 
-The CLI adds "packet" and "candidate"; everything else of the contract is here (milliseconds,
-statistics after the warm-up). Round-trips through `json.dumps` as is, and the same inputs and
-seed give the same bytes.
+`triage.runs` adds "packet" and "candidate"; everything else of the contract is here
+(milliseconds, statistics after the warm-up). `RunSummary.to_json()` round-trips through
+`json.dumps` as is, and the same inputs and seed give the same bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -20,11 +22,108 @@ from model.service import ServiceTable
 
 
 @dataclass(frozen=True)
-class RunReport:
-    """A run's summary (the JSON contract as a dict) and the full result behind it."""
+class Percentiles:
+    """Mean and percentiles of one measured quantity, ms (linear interpolation; `max` only for
+    the latency)."""
 
-    summary: dict
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    max: float | None = None
+
+    def to_json(self) -> dict[str, float]:
+        """The contract's object: mean, p50, p95, p99 (then max), in that order."""
+        out = {"mean": self.mean, "p50": self.p50, "p95": self.p95, "p99": self.p99}
+        if self.max is not None:
+            out["max"] = self.max
+        return out
+
+
+@dataclass(frozen=True)
+class SlaVerdict:
+    """Whether each SLA target holds (None where the packet sets none)."""
+
+    p95_ok: bool | None
+    p99_ok: bool | None
+    throughput_ok: bool | None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run's summary: the `workbench run --json` contract as a typed object.
+
+    Attributes (times in ms, statistics over the measured requests after the warm-up):
+        seed, requests, measured_requests: the run's seed, requests drawn and measured.
+        latency_ms, queue_wait_ms, service_ms: finish - arrival, start - arrival, finish - start.
+        throughput_per_s: completions per second over the measurement window.
+        core_utilization: busy fraction of each core; fairness_jain: Jain's index of it.
+        fallback_rate: share of requests whose batch ran the generic path.
+        launches_per_request, hbm_peak_demand_ratio, hbm_oversubscribed_fraction: None when
+            service is a pinned distribution.
+        sla: the verdicts.
+        fallback_cost_ms, tail_attribution_ms, classification: nested contract objects
+            (model.runtime.stats.fallback_cost, model.runtime.tail, model.runtime.bottleneck).
+        packet, candidate: set by the layer that knows the packet (triage.runs); they lead
+            the JSON when set.
+    """
+
+    seed: int
+    requests: int
+    measured_requests: int
+    latency_ms: Percentiles
+    queue_wait_ms: Percentiles
+    service_ms: Percentiles
+    throughput_per_s: float
+    core_utilization: tuple[float, ...]
+    fairness_jain: float
+    fallback_rate: float
+    launches_per_request: float | None
+    hbm_peak_demand_ratio: float | None
+    hbm_oversubscribed_fraction: float | None
+    sla: SlaVerdict
+    fallback_cost_ms: dict
+    tail_attribution_ms: dict
+    classification: dict
+    packet: str | None = None
+    candidate: str | None = None
+
+    def to_json(self) -> dict:
+        """The JSON contract (key order included): what `workbench run --json` prints."""
+        head = {} if self.packet is None else {"packet": self.packet, "candidate": self.candidate}
+        return {
+            **head,
+            "seed": self.seed,
+            "requests": self.requests,
+            "measured_requests": self.measured_requests,
+            "latency_ms": self.latency_ms.to_json(),
+            "queue_wait_ms": self.queue_wait_ms.to_json(),
+            "service_ms": self.service_ms.to_json(),
+            "throughput_per_s": self.throughput_per_s,
+            "core_utilization": list(self.core_utilization),
+            "fairness_jain": self.fairness_jain,
+            "fallback_rate": self.fallback_rate,
+            "launches_per_request": self.launches_per_request,
+            "hbm_peak_demand_ratio": self.hbm_peak_demand_ratio,
+            "hbm_oversubscribed_fraction": self.hbm_oversubscribed_fraction,
+            "sla": dataclasses.asdict(self.sla),
+            "fallback_cost_ms": self.fallback_cost_ms,
+            "tail_attribution_ms": self.tail_attribution_ms,
+            "classification": self.classification,
+        }
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A run's typed summary and the full result behind it; `summary` is its JSON contract."""
+
+    run: RunSummary
     result: RuntimeResult
+
+    @cached_property
+    def summary(self) -> dict:
+        """The JSON contract as a dict (built once; readers must not change it)."""
+        return self.run.to_json()
 
 
 def summarize(
@@ -33,30 +132,52 @@ def summarize(
     *,
     all_compiled_table: ServiceTable | None = None,
     command: str = "",
-) -> dict:
-    """The JSON summary of a finished run (re-simulates the counterfactuals for attribution).
+) -> RunSummary:
+    """The summary of a finished run (re-simulates the counterfactuals for attribution).
 
     `command` is the exact command that reproduces the run; it goes into the classification.
     """
-    summary = headline(result)
+    head = headline(result)
     p99_tail, p95_tail, mean = compositions(result, (0.01, 0.05))
     counterfactual = counterfactual_attribution(result, table, all_compiled_table)
-    summary["fallback_cost_ms"] = fallback_cost(result)
-    summary["tail_attribution_ms"] = {
-        "slowest_1pct": p99_tail,
-        "slowest_5pct": p95_tail,
-        "all_measured": mean,
-        "counterfactual": counterfactual,
-    }
-    summary["classification"] = classify(
+    classification = classify(
         p99_tail,
         p95_tail,
         mean,
         counterfactual,
         command,
-        utilization_mean=float(np.mean(summary["core_utilization"])),
+        utilization_mean=float(np.mean(head["core_utilization"])),
     )
-    return summary
+    return RunSummary(
+        **{k: head[k] for k in SCALARS},
+        latency_ms=Percentiles(**head["latency_ms"]),
+        queue_wait_ms=Percentiles(**head["queue_wait_ms"]),
+        service_ms=Percentiles(**head["service_ms"]),
+        core_utilization=tuple(head["core_utilization"]),
+        sla=SlaVerdict(**head["sla"]),
+        fallback_cost_ms=fallback_cost(result),
+        tail_attribution_ms={
+            "slowest_1pct": p99_tail,
+            "slowest_5pct": p95_tail,
+            "all_measured": mean,
+            "counterfactual": counterfactual,
+        },
+        classification=classification,
+    )
+
+
+SCALARS = (
+    "seed",
+    "requests",
+    "measured_requests",
+    "throughput_per_s",
+    "fairness_jain",
+    "fallback_rate",
+    "launches_per_request",
+    "hbm_peak_demand_ratio",
+    "hbm_oversubscribed_fraction",
+)
+"""The headline's plain-number fields (model.runtime.stats.headline), copied as they are."""
 
 
 def run_summary(
@@ -76,5 +197,5 @@ def run_summary(
         command: the command line that reproduces the run.
     """
     result = simulate(config, table, all_compiled_table=all_compiled_table)
-    summary = summarize(result, table, all_compiled_table=all_compiled_table, command=command)
-    return RunReport(summary=summary, result=result)
+    run = summarize(result, table, all_compiled_table=all_compiled_table, command=command)
+    return RunReport(run=run, result=result)

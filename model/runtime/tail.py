@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 
 import numpy as np
@@ -34,6 +35,20 @@ COMPONENTS = (
     "memory",
 )
 DRIVERS = ("placement", "fallback", "contention")
+# Threads running counterfactual re-runs at once: the machines this runs on have 2 cores, and
+# each run in flight holds its own per-request arrays (model/runtime/README.md "Memory").
+COUNTERFACTUAL_WORKERS = 2
+# Above this many requests the re-runs go one at a time: a second one in flight adds ~70 bytes
+# per request to the peak (measured by tests/runtime/test_memory.py at 2M requests: 322 bytes
+# per request against the 276 the 10M-request cap's 3 GB budget allows), so runs that large
+# keep the memory budget and small ones, whose summary time is what a user waits on, overlap.
+CONCURRENT_MAX_REQUESTS = 1_000_000
+
+
+def tail_percentiles(latency_ms: np.ndarray) -> tuple[float, float]:
+    """(p95, p99) of latencies in ms, one np.percentile pass (linear interpolation)."""
+    p95, p99 = np.percentile(latency_ms, [95.0, 99.0])
+    return float(p95), float(p99)
 
 
 def idle_core_time(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -247,18 +262,27 @@ def counterfactual_attribution(
     only and keeps the generic path's service times (said in `fallback_off_means`).
     """
     drivers = active_drivers(result, table)
-    p99: dict[frozenset[str], float] = {}
-    p95: dict[frozenset[str], float] = {}
-    for size in range(len(drivers) + 1):  # 2^k runs over the k active drivers
-        for subset in combinations(drivers, size):
-            off = frozenset(subset)
-            if off:  # latencies only: no per-batch trace or timeline alongside the run's own
-                cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-                latency = simulate_latency_ms(cfg, tab, result.stream)[measured(result)]
-            else:
-                latency = measured_latency_ms(result)
-            p95[off], p99[off] = (float(q) for q in np.percentile(latency, [95.0, 99.0]))
-            del latency  # before the next run: one run's latencies alive at a time
+    subsets = [
+        frozenset(c) for size in range(len(drivers) + 1) for c in combinations(drivers, size)
+    ]
+
+    def tail_of(off: frozenset[str]) -> tuple[float, float]:
+        """(p95, p99) of the run with the drivers in `off` switched off, ms; its latencies are
+        dropped on return (at most COUNTERFACTUAL_WORKERS runs alive at a time, one above
+        CONCURRENT_MAX_REQUESTS)."""
+        if not off:
+            return tail_percentiles(measured_latency_ms(result))
+        cfg, tab = switched_off(result.config, table, all_compiled_table, off)
+        return tail_percentiles(simulate_latency_ms(cfg, tab, result.stream)[measured(result)])
+
+    # 2^k independent runs over the k active drivers (latencies only: no per-batch trace or
+    # timeline). The kernels release the GIL (nogil=True), so the re-runs overlap on a small
+    # pool; `map` hands results back in subset order, so the sums below run in a fixed order.
+    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+    with ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS if small else 1) as pool:
+        tails = dict(zip(subsets, pool.map(tail_of, subsets), strict=True))
+    p95 = {off: t[0] for off, t in tails.items()}
+    p99 = {off: t[1] for off, t in tails.items()}
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
     everything = frozenset(drivers)
     if result.pinned or all_compiled_table is not None:

@@ -75,7 +75,9 @@ def test_open_reports_an_invalid_packet_before_any_screen(capsys: pytest.Capture
 
 
 def test_open_takes_theme_and_no_mouse() -> None:
-    args = build_parser().parse_args(["open", "p.yaml", "--theme", "workbench-light", "--no-mouse"])
+    args = build_parser("open").parse_args(
+        ["open", "p.yaml", "--theme", "workbench-light", "--no-mouse"]
+    )
     assert (args.packet, args.theme, args.no_mouse) == (Path("p.yaml"), "workbench-light", True)
 
 

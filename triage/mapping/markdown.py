@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from triage import units
+
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
@@ -15,7 +17,7 @@ def _signed_pct(value: float | None) -> str:
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return units.ms(value, digits=1, unit=False, missing="-")  # a cell of an "... ms" column
 
 
 def _rate(value: float | None) -> str:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from packets.safe_text import printable
+from triage import units
 
-
-def _ms(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.2f} ms"
+_ms = units.ms  # '12.34 ms', 'n/a'
 
 
 def _ok(flag: bool | None) -> str:

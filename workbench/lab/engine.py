@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from model.compiler.hardware import HardwareEnvelope
     from model.runtime.simulate import RuntimeResult
     from model.runtime.stats import RuntimeProfiles
+    from model.runtime.summary import RunSummary
     from packets.schema import Config
     from triage.scenario import Scenario
 
@@ -186,6 +187,7 @@ class LabRun:
     Attributes:
         name: the subject's label.
         summary: the `workbench run --json` contract (ms, /s, ratios).
+        run: the same summary typed (model.runtime.summary.RunSummary): read fields from it.
         profiles: compact series for charts (queue wait, batches, cores, HBM demand).
         latency_ms: (P,) end-to-end latency of measured requests at LATENCY_PERCENTILES, ms
             (linear interpolation, as the summary's percentiles).
@@ -196,6 +198,7 @@ class LabRun:
 
     name: str
     summary: dict
+    run: RunSummary
     profiles: RuntimeProfiles
     latency_ms: np.ndarray
     buckets: ShapeBuckets | None
@@ -385,6 +388,7 @@ def compute_run(subject: Subject, preview: LabPreview | None = None) -> LabRun:
     return LabRun(
         name=subject.name,
         summary=report.summary,
+        run=report.run,
         profiles=preview.profiles,
         latency_ms=preview.latency_ms,
         buckets=buckets,

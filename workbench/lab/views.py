@@ -13,15 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from packets.schema import Packet
+from triage import units
 from workbench.lab.engine import LabRun
 
 DRIVER_PART = {"placement": "imbalance", "fallback": "fallback", "contention": "contention"}
 """Counterfactual driver -> the latency part it shows up as."""
 
 
-def ms(value: float | None) -> str:
-    """'12.34 ms' ('n/a' for None)."""
-    return "n/a" if value is None else f"{value:,.2f} ms"
+ms = units.ms  # '12.34 ms' ('n/a' for None)
 
 
 @dataclass(frozen=True)
@@ -230,17 +229,17 @@ class Comparison:
 
 def compare(run: LabRun, baseline: LabRun) -> Comparison:
     """`run`'s p99, p95 and throughput and their changes against `baseline`."""
-    s, b = run.summary, baseline.summary
+    s, b = run.run, baseline.run
     return Comparison(
         name=run.name,
-        p99_ms=s["latency_ms"]["p99"],
-        p95_ms=s["latency_ms"]["p95"],
-        throughput_per_s=s["throughput_per_s"],
-        p99_change_ms=s["latency_ms"]["p99"] - b["latency_ms"]["p99"],
-        p95_change_ms=s["latency_ms"]["p95"] - b["latency_ms"]["p95"],
-        throughput_change_per_s=s["throughput_per_s"] - b["throughput_per_s"],
-        meets_sla=meets_sla(s),
-        primary=s["classification"]["primary"]["class"],
+        p99_ms=s.latency_ms.p99,
+        p95_ms=s.latency_ms.p95,
+        throughput_per_s=s.throughput_per_s,
+        p99_change_ms=s.latency_ms.p99 - b.latency_ms.p99,
+        p95_change_ms=s.latency_ms.p95 - b.latency_ms.p95,
+        throughput_change_per_s=s.throughput_per_s - b.throughput_per_s,
+        meets_sla=meets_sla(run.summary),
+        primary=s.classification["primary"]["class"],
     )
 
 

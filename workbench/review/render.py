@@ -25,6 +25,7 @@ from packets.schema import (
     TailFigures,
     ValidationMatrix,
 )
+from triage import units
 from triage.review.cells import NAMES
 
 if TYPE_CHECKING:  # these load the model, polars and cryptography: only for type checks
@@ -46,7 +47,7 @@ def _table(*columns: str, right: Sequence[str] = ()) -> Table:
 
 
 def _ms(value: float) -> str:
-    return "-" if np.isnan(value) else f"{value:,.2f}"
+    return units.ms(value, unit=False, missing="-")  # a cell of an "... ms" column
 
 
 def _share(value: float) -> str:
