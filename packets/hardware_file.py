@@ -19,12 +19,11 @@ import json
 import re
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError, create_model
 
 from model.compiler.hardware import HardwareEnvelope, preset
-from model.compiler.regimes import ErrorBands, parse_bands
 
 from .dump import dump_yaml
 from .errors import PacketError, Problem, UsageError
@@ -33,6 +32,9 @@ from .files import HARDWARE, FileKind, read_file_bytes, sanitized_token
 from .messages import problems_from_validation
 from .schema import ENVELOPE_FIELDS, Strict, envelope_overrides
 from .strict_yaml import LoadedYaml, load_yaml
+
+if TYPE_CHECKING:  # polars: only the bands' readers pay for it, not every packet check
+    from model.compiler.regimes import ErrorBands
 
 HARDWARE_FORMAT = "handoff-hardware/1"
 
@@ -168,6 +170,8 @@ def bands_beside(hardware_path: Path) -> tuple[ErrorBands | None, str | None]:
     try:
         raw = read_file_bytes(target, BANDS)
         data = json.loads(raw)
+        from model.compiler.regimes import parse_bands
+
         bands = parse_bands(data)
     except (UsageError, ValueError, UnicodeDecodeError) as exc:
         reason = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from model.runtime.simulate import RuntimeResult, simulate
@@ -11,6 +12,7 @@ from model.runtime.summary import RunReport, summarize
 from triage.scenario import Scenario, build_scenario
 
 if TYPE_CHECKING:
+    from model.runtime.serving import ServingResult
     from packets.load import LoadedPacket
 
 
@@ -50,14 +52,23 @@ def run_scenario(scenario: Scenario, path: str) -> RunReport:
     return summarize_scenario(scenario, path, simulate_scenario(scenario))
 
 
-def run_serving_scenario(scenario: Scenario, path: str) -> RunReport:
+@dataclass(frozen=True)
+class ServingReport:
+    """A serving run: its JSON contract (`summary`, packet and candidate first) and the
+    continuous scheduler's result behind it."""
+
+    summary: dict
+    result: ServingResult
+
+
+def run_serving_scenario(scenario: Scenario, path: str) -> ServingReport:
     """Run a serving scenario's continuous scheduler (triage/serving_scenario.py)."""
     from triage.serving_scenario import run_serving
 
     command = reproduce_command(path, scenario)
     summary, result = run_serving(scenario.serving, scenario.iteration_table, command)
     head = {"packet": scenario.packet.id, "candidate": scenario.candidate}
-    return RunReport(summary={**head, **summary}, result=result)
+    return ServingReport(summary={**head, **summary}, result=result)
 
 
 def run_packet(
@@ -66,7 +77,7 @@ def run_packet(
     *,
     seed: int | None = None,
     requests: int | None = None,
-) -> RunReport:
+) -> RunReport | ServingReport:
     """Build and run one configuration of a loaded packet (serving packets: the continuous
     scheduler; `workbench run`)."""
     scenario = build_scenario(loaded, candidate, seed=seed, requests=requests)
