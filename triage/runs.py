@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from model.runtime.simulate import RuntimeResult, simulate
@@ -11,7 +12,22 @@ from model.runtime.summary import RunReport, summarize
 from triage.scenario import Scenario, build_scenario
 
 if TYPE_CHECKING:
+    from model.runtime.serving import ServingResult
     from packets.load import LoadedPacket
+
+
+@dataclass(frozen=True)
+class ServingReport:
+    """A serving (continuous-batching) run: its JSON contract and the result behind it.
+
+    Attributes:
+        summary: the `workbench run --json` contract (model/runtime/serving_summary.py, with
+            `packet` and `candidate` first).
+        result: the simulation (per-request and per-iteration arrays).
+    """
+
+    summary: dict
+    result: ServingResult
 
 
 def reproduce_command(path: str, scenario: Scenario) -> str:
@@ -50,14 +66,14 @@ def run_scenario(scenario: Scenario, path: str) -> RunReport:
     return summarize_scenario(scenario, path, simulate_scenario(scenario))
 
 
-def run_serving_scenario(scenario: Scenario, path: str) -> RunReport:
+def run_serving_scenario(scenario: Scenario, path: str) -> ServingReport:
     """Run a serving scenario's continuous scheduler (triage/serving_scenario.py)."""
     from triage.serving_scenario import run_serving
 
     command = reproduce_command(path, scenario)
     summary, result = run_serving(scenario.serving, scenario.iteration_table, command)
     head = {"packet": scenario.packet.id, "candidate": scenario.candidate}
-    return RunReport(summary={**head, **summary}, result=result)
+    return ServingReport(summary={**head, **summary}, result=result)
 
 
 def run_packet(
@@ -66,7 +82,7 @@ def run_packet(
     *,
     seed: int | None = None,
     requests: int | None = None,
-) -> RunReport:
+) -> RunReport | ServingReport:
     """Build and run one configuration of a loaded packet (serving packets: the continuous
     scheduler; `workbench run`)."""
     scenario = build_scenario(loaded, candidate, seed=seed, requests=requests)
