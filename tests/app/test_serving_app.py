@@ -1,0 +1,86 @@
+"""A serving packet (continuous batching) in the app: Baseline shows its serving run and KV
+chart, Tune edits of the continuous batch policy re-run the serving model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from packets.examples import example_bytes
+from workbench.app import WorkbenchApp
+from workbench.lab.engine import subject
+from workbench.lab.views import ms
+
+from .conftest import LARGE, SMALL, settle
+from .test_lab_app import chart, text_of
+
+MakeApp = Callable[..., WorkbenchApp]
+EXAMPLE = "llm-serving-continuous"
+
+
+@pytest.fixture
+def serving_file(tmp_path: Path) -> Path:
+    """A writable copy of the serving example."""
+    path = tmp_path / "serving" / "packet.yaml"
+    path.parent.mkdir()
+    path.write_bytes(example_bytes(EXAMPLE))
+    return path
+
+
+def step_key(app: WorkbenchApp, step: str) -> str:
+    """The jump key of a step (its number in the step list)."""
+    return str([s.id for s in app.steps].index(step) + 1)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+async def test_baseline_shows_the_serving_run_and_kv_chart(
+    make_app: MakeApp, serving_file: Path, size: tuple[int, int]
+) -> None:
+    app = make_app(serving_file)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(step_key(app, "baseline"))
+        await settle(app, pilot)
+        run = app.lab.cached_serving_run(subject(app.working))
+        assert run is not None, "the Baseline step ran the continuous scheduler"
+        s = run.summary
+        assert s["scheduler"] == "continuous"
+        tail = text_of(app, "#baseline-tail")
+        for label, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("latency", "latency_ms")):
+            line = next(line for line in tail.splitlines() if line.startswith(label))
+            for p in ("p99", "p95", "p50"):  # tail first: p99, then p95, then p50
+                assert f"{p} {ms(s[key][p])}" in line
+            assert line.index("p99") < line.index("p95") < line.index("p50")
+        assert f"{s['tokens_per_s']:,.0f} tokens/s" in tail
+        assert f"{s['preemptions']:,} preemptions" in tail
+        sla, targets = s["sla"], app.working.packet.inputs.sla
+        for label, key, target in (
+            ("p99", "p99_ok", targets.p99_ms),
+            ("p95", "p95_ok", targets.p95_ms),
+            ("TTFT p95", "ttft_p95_ok", targets.ttft_p95_ms),
+            ("TPOT p95", "tpot_p95_ok", targets.tpot_p95_ms),
+        ):
+            assert sla[key] is not None  # the example sets every target
+            assert f"{'✓' if sla[key] else '✗'} {label} <= {target:g} ms" in tail
+        # The pipeline of the dynamic batcher is not shown for a serving packet.
+        assert not app.screen.query_one("#pipeline").display
+        kv = chart(app, "baseline-kv")
+        assert kv.display and kv.data is not None and kv.drawn
+        (series,) = kv.data.series
+        assert series.y.tolist() == pytest.approx(
+            [100.0 * o for o in s["kv_cache"]["timeline"]["occupancy"]]
+        )
+        assert kv.data.hlines == (100.0,)
+        capacity = s["kv_cache"]["capacity_tokens_per_engine"]
+        assert kv.data.hline_labels == (f"KV capacity {capacity:,} tokens/engine",)
+
+
+async def test_a_dynamic_packet_keeps_its_pipeline_and_no_kv_chart(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press(step_key(app, "baseline"))
+        await settle(app, pilot)
+        assert app.lab.cached_serving_run(subject(app.working)) is None
+        assert app.screen.query_one("#pipeline").display
+        assert not chart(app, "baseline-kv").display
