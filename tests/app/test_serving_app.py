@@ -12,9 +12,10 @@ from packets.examples import example_bytes
 from workbench.app import WorkbenchApp
 from workbench.lab.engine import subject
 from workbench.lab.views import ms
+from workbench.screens.tune import TuneScreen
 
 from .conftest import LARGE, SMALL, settle
-from .test_lab_app import chart, text_of
+from .test_lab_app import chart, tab_to, text_of
 
 MakeApp = Callable[..., WorkbenchApp]
 EXAMPLE = "llm-serving-continuous"
@@ -84,3 +85,53 @@ async def test_a_dynamic_packet_keeps_its_pipeline_and_no_kv_chart(make_app: Mak
         assert app.lab.cached_serving_run(subject(app.working)) is None
         assert app.screen.query_one("#pipeline").display
         assert not chart(app, "baseline-kv").display
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+async def test_a_tune_edit_of_chunked_prefill_reruns_the_serving_model(
+    make_app: MakeApp, serving_file: Path, size: tuple[int, int]
+) -> None:
+    app = make_app(serving_file)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(step_key(app, "tune"))
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, TuneScreen)
+        for knob in (
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "chunked_prefill",
+            "kv_cache_tokens",
+        ):
+            screen.query_one(f"#tune-batch_policy-{knob}")  # the continuous policy's editors
+        assert not screen.query("#tune-batch_policy-max_queue_delay_ms")
+        assert screen.shown_serving is not None
+        before, base = screen.shown_serving
+        assert before.summary == base.summary  # unedited: the working run is the baseline's
+        assert base.summary == app.lab.serving_run(subject(app.working)).summary
+        tpot = base.summary["tpot_ms"]["p99"]
+        assert f"TPOT p99 {ms(tpot)} (+0.00)" in text_of(app, "#tune-serving")
+
+        # chunked_prefill false -> true by keys; the serving model re-runs off the UI thread.
+        await tab_to(app, pilot, "tune-batch_policy-chunked_prefill")
+        for _ in range(3):
+            if screen.config.batch_policy.chunked_prefill:
+                break
+            await pilot.press("down")
+            await settle(app, pilot)
+        assert screen.config.batch_policy.chunked_prefill is True
+        run, base_again = screen.shown_serving
+        assert base_again is base
+        assert run.summary == app.lab.serving_run(screen.working_subject(app.working)).summary
+        now = run.summary["tpot_ms"]["p99"]
+        assert now != tpot  # chunked prefill changed TPOT
+        assert f"TPOT p99 {ms(now)} ({now - tpot:+,.2f})" in text_of(app, "#tune-serving")
+
+        kv = chart(app, "tune-kv")
+        assert kv.data is not None and [s.label for s in kv.data.series] == ["baseline", "working"]
+        assert kv.data.series[1].y.tolist() == pytest.approx(
+            [100.0 * o for o in run.summary["kv_cache"]["timeline"]["occupancy"]]
+        )
+        assert kv.data.series[0].y.tolist() == pytest.approx(
+            [100.0 * o for o in base.summary["kv_cache"]["timeline"]["occupancy"]]
+        )

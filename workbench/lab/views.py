@@ -14,7 +14,7 @@ import numpy as np
 
 from packets.schema import Packet
 from triage import units
-from workbench.lab.engine import LabRun
+from workbench.lab.engine import LabRun, ServingRun
 
 DRIVER_PART = {"placement": "imbalance", "fallback": "fallback", "contention": "contention"}
 """Counterfactual driver -> the latency part it shows up as."""
@@ -289,3 +289,25 @@ def headline_line(comparison: Comparison) -> str:
         f"({c.p95_change_ms:+,.2f}) · {c.throughput_per_s:,.1f}/s "
         f"({c.throughput_change_per_s:+,.1f})"
     )
+
+
+def serving_lines(working: ServingRun, baseline: ServingRun) -> list[str]:
+    """A serving run against the baseline's, one line each for TTFT and TPOT (p99, p95 with
+    their signed changes in ms) and one for tokens/s and preemptions:
+    'TTFT p99 410.20 ms (-284.0) · p95 300.1 ms (-135.2)'."""
+    s, b = working.summary, baseline.summary
+    lines = []
+    for label, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms")):
+        parts = []
+        for p in ("p99", "p95"):
+            now, then = s[key][p], b[key][p]
+            change = f" ({now - then:+,.2f})" if now is not None and then is not None else ""
+            parts.append(f"{p} {ms(now)}{change}")
+        lines.append(f"{label} " + " · ".join(parts))
+    tokens, then = s["tokens_per_s"], b["tokens_per_s"]
+    change = f" ({tokens - then:+,.0f})" if tokens is not None and then is not None else ""
+    lines.append(
+        (f"{tokens:,.0f} tokens/s{change}" if tokens is not None else "n/a tokens/s")
+        + f" · {s['preemptions']:,} preemptions"
+    )
+    return lines
