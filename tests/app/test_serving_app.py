@@ -135,3 +135,14 @@ async def test_a_tune_edit_of_chunked_prefill_reruns_the_serving_model(
         assert kv.data.series[0].y.tolist() == pytest.approx(
             [100.0 * o for o in base.summary["kv_cache"]["timeline"]["occupancy"]]
         )
+
+
+def test_the_serving_kernel_releases_the_gil() -> None:
+    """The app runs serving runs in a worker thread: a kernel holding the GIL for its 100-200 ms
+    stalled the UI loop on every Tune edit (benchmarks/bench_serving_app.py: 17 stalls over
+    50 ms, max 126 ms, before nogil). The dynamic batcher's loop releases it the same way."""
+    from model.runtime.kernel import simulate_kernel
+    from model.runtime.serving_kernel import serving_kernel
+
+    assert serving_kernel.targetoptions.get("nogil") is True
+    assert simulate_kernel.targetoptions.get("nogil") is True
