@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from packets.examples import example_bytes
+from triage.runs import run_serving_scenario
+from triage.scenario import build_scenario
 from workbench.app import WorkbenchApp
 from workbench.lab.engine import subject
 from workbench.lab.views import ms
@@ -123,6 +125,16 @@ async def test_a_tune_edit_of_chunked_prefill_reruns_the_serving_model(
         run, base_again = screen.shown_serving
         assert base_again is base
         assert run.summary == app.lab.serving_run(screen.working_subject(app.working)).summary
+        # The plan's tables were reused (chunking changes neither), and the run is the one a
+        # fresh scenario of the same configuration gives (workbench run's).
+        table = screen.working_subject(app.working).scenario.iteration_table
+        assert table is not None and table is subject(app.working).scenario.iteration_table
+        loaded = subject(app.working).loaded
+        fresh = run_serving_scenario(build_scenario(loaded, config=screen.config), loaded.name)
+        unnamed = ("candidate", "command")  # the lab names it 'working'
+        assert {k: v for k, v in fresh.summary.items() if k not in unnamed} == {
+            k: v for k, v in run.summary.items() if k not in unnamed
+        }
         now = run.summary["tpot_ms"]["p99"]
         assert now != tpot  # chunked prefill changed TPOT
         assert f"TPOT p99 {ms(now)} ({now - tpot:+,.2f})" in text_of(app, "#tune-serving")
