@@ -147,6 +147,11 @@ frame after the KV-cache chart was redrawn from the new serving run.
 | UI-loop lag through the session ({lag["samples"]} wake-ups) | p99 {lag["p99_ms"]:.1f} ms, max {lag["max_ms"]:.1f} ms; {lag["stalls"]} stalls over 50 ms | max <= 50 ms |
 
 By edit: {by_kind}.
+The keypress budget (p95 <= 150 ms) is missed: a max_num_batched_tokens or max_num_seqs edit
+costs the 50 ms debounce, a new iteration table (~40 ms) and the serving run itself (simulation
+and summary, ~100 ms for 20,000 requests), in a worker beside the decode step's run; a
+chunked_prefill edit reuses the plan's table. The serving kernel releases the GIL, so the UI
+loop keeps running meanwhile.
 Load average (`uptime`) before: {before[0]:.2f}, {before[1]:.2f}, {before[2]:.2f}; after:
 {after[0]:.2f}, {after[1]:.2f}, {after[2]:.2f} (2 cores shared with other engineers' work).
 """
