@@ -3,6 +3,7 @@ chart, Tune edits of the continuous batch policy re-run the serving model."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from workbench.lab.engine import subject
 from workbench.lab.views import ms
 from workbench.screens.tune import TuneScreen
 
-from .conftest import LARGE, SMALL, settle
+from .conftest import LARGE, SETTLE_TIMEOUT_S, SMALL, settle
 from .test_lab_app import chart, tab_to, text_of
 
 MakeApp = Callable[..., WorkbenchApp]
@@ -158,3 +159,17 @@ def test_the_serving_kernel_releases_the_gil() -> None:
 
     assert serving_kernel.targetoptions.get("nogil") is True
     assert simulate_kernel.targetoptions.get("nogil") is True
+
+
+async def test_the_start_up_warm_up_runs_a_serving_baseline(
+    make_app: MakeApp, serving_file: Path
+) -> None:
+    """The background warm-up runs what the Baseline step will show, so it does not wait."""
+    app = make_app(serving_file)
+    async with app.run_test(size=SMALL) as pilot:
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S  # it starts 0.3 s after the first frame
+        while app.lab.cached_serving_run(subject(app.working)) is None:
+            assert time.monotonic() < deadline, "the warm-up never ran the serving baseline"
+            await pilot.pause(0.05)
+        assert app.current_step == "packet"  # nothing asked for it but the warm-up
+        assert app.lab.has_baseline(app.working)
