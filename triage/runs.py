@@ -16,6 +16,20 @@ if TYPE_CHECKING:
     from packets.load import LoadedPacket
 
 
+@dataclass(frozen=True)
+class ServingReport:
+    """A serving (continuous-batching) run: its JSON contract and the result behind it.
+
+    Attributes:
+        summary: the `workbench run --json` contract (model/runtime/serving_summary.py, with
+            `packet` and `candidate` first).
+        result: the simulation (per-request and per-iteration arrays).
+    """
+
+    summary: dict
+    result: ServingResult
+
+
 def reproduce_command(path: str, scenario: Scenario) -> str:
     """The exact command line that reproduces a scenario's run."""
     parts = ["workbench", "run", path]
@@ -50,15 +64,6 @@ def run_scenario(scenario: Scenario, path: str) -> RunReport:
     """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract).
     The dynamic batcher, also for a serving packet (its decode step): see `run_serving_scenario`."""
     return summarize_scenario(scenario, path, simulate_scenario(scenario))
-
-
-@dataclass(frozen=True)
-class ServingReport:
-    """A serving run: its JSON contract (`summary`, packet and candidate first) and the
-    continuous scheduler's result behind it."""
-
-    summary: dict
-    result: ServingResult
 
 
 def run_serving_scenario(scenario: Scenario, path: str) -> ServingReport:

@@ -42,7 +42,7 @@ from workbench.core.session import (
 from workbench.core.stall import StallMonitor
 from workbench.core.steps import Progress, Step
 from workbench.core.theming import apply_theme, load_themes
-from workbench.lab.engine import Lab, subject
+from workbench.lab.engine import Lab, is_serving, subject
 
 from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
 from .screens.registry import default_steps
@@ -178,7 +178,10 @@ class WorkbenchApp(App[int]):
             import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
 
             self.lab.warm_up()
-            self.lab.run(subject(working))
+            base = subject(working)
+            self.lab.run(base)
+            if is_serving(base):  # what a serving packet's Baseline step shows
+                self.lab.serving_run(base)
             with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile
                 self.call_from_thread(self._lab_warmed_up)
 

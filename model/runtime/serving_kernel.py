@@ -27,7 +27,7 @@ def _bucket(edges, x):
     return np.searchsorted(edges, x)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # as kernel.py's loop: the app's UI thread runs while it does
 def serving_kernel(
     arrival,
     prompt,

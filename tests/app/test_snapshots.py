@@ -101,3 +101,21 @@ async def test_a_refusal_in_the_status_line_matches_its_snapshot(make_app, monke
         name = "proposal-refused-no-color-80x24"
         failure = compare(name, app.export_screenshot(title=name), SMALL)
     assert not failure, failure
+
+
+async def test_serving_baseline_matches_its_snapshot(make_app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A serving packet's Baseline step: TTFT/TPOT/latency tails, SLA and the KV chart."""
+    from packets.examples import example_bytes
+
+    path = tmp_path / "serving" / "packet.yaml"
+    path.parent.mkdir()
+    path.write_bytes(example_bytes("llm-serving-continuous"))
+    app = make_app(path)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await pilot.press(str([step.id for step in app.steps].index("baseline") + 1))
+        await settle(app, pilot)
+        assert app.current_step == "baseline"
+        name = f"baseline-serving-{app.theme}-{SMALL[0]}x{SMALL[1]}"
+        failure = compare(name, app.export_screenshot(title=name), SMALL)
+    assert not failure, failure

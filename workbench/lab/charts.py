@@ -13,7 +13,7 @@ import numpy as np
 
 from packets.schema import Packet
 from workbench.lab.chart_data import ChartData, Series
-from workbench.lab.engine import LATENCY_PERCENTILES, LabPreview, LabRun, LoadCurve
+from workbench.lab.engine import LATENCY_PERCENTILES, LabPreview, LabRun, LoadCurve, ServingRun
 from workbench.lab.views import driver_bars
 
 _EMPTY = np.zeros(0)
@@ -75,6 +75,24 @@ def hbm_chart(runs: Sequence[tuple[str, LabRun | LabPreview]]) -> ChartData:
         hlines=(1.0,),
         hline_labels=("1: bandwidth saturated",),
         hline_name="saturated",
+    )
+
+
+def kv_chart(runs: Sequence[tuple[str, ServingRun]]) -> ChartData:
+    """KV-cache occupancy over time, percent of all engines' capacity, one series per
+    (label, run); the capacity (100%) as a labelled line, where preemption starts."""
+    capacity = runs[0][1].kv_capacity_tokens if runs else None
+    label = f"KV capacity {capacity:,} tokens/engine" if capacity else "KV capacity"
+    return ChartData(
+        kind="lines",
+        title="KV-cache occupancy, % of capacity",
+        xlabel="time, s",
+        series=tuple(
+            Series(name, run.kv_time_s, run.kv_occupancy * 100.0, peaks=True) for name, run in runs
+        ),
+        hlines=(100.0,),
+        hline_labels=(label,),
+        hline_name="capacity",
     )
 
 

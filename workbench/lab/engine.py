@@ -1,7 +1,8 @@
 """The lab: runs of the working packet's configurations through the model, cached by inputs.
 
 Textual-free. The Baseline, Diagnose and Tune steps ask one `Lab` (owned by the app) for runs,
-load curves (p99 vs load) and worksheets; each answer is cached under a key made of everything
+load curves (p99 vs load), worksheets and, for a serving packet, serving runs (the continuous
+scheduler, as `workbench run`); each answer is cached under a key made of everything
 it depends on (the packet's inputs and seed, the configuration, its precision, its label), so
 switching steps never recomputes and an edit that returns to an earlier value costs nothing.
 Methods are thread-safe: the app calls them from worker threads. The model, numba and polars
@@ -207,6 +208,28 @@ class LabRun:
 
 
 @dataclass(frozen=True)
+class ServingRun:
+    """One configuration of a serving packet run through the continuous scheduler: the same
+    run as `workbench run` (triage.runs.run_serving_scenario).
+
+    Attributes:
+        name: the subject's label.
+        summary: the serving `workbench run --json` contract (model/runtime/serving_summary.py:
+            ttft_ms/tpot_ms/latency_ms with mean/p50/p95/p99/max in ms, tokens_per_s,
+            preemptions, sla, kv_cache).
+        kv_time_s: (T,) times of the KV-cache timeline, s from the run's first iteration end.
+        kv_occupancy: (T,) KV-cache tokens held over all engines' capacity at those times, 0..1.
+        kv_capacity_tokens: KV-cache capacity per engine, tokens.
+    """
+
+    name: str
+    summary: dict
+    kv_time_s: np.ndarray
+    kv_occupancy: np.ndarray
+    kv_capacity_tokens: int | None
+
+
+@dataclass(frozen=True)
 class LabPreview:
     """A run's simulation before its summary: the latency curve and chart profiles, for
     showing an edit's effect while the tail attribution (counterfactual re-runs) and the
@@ -314,9 +337,43 @@ class TableMemo:
             self._cache.put(key, found)
         return found
 
+    def iteration_table(self, scenario: Scenario) -> Any:
+        """The serving iteration table of `scenario` (Scenario.iteration_table), memoized by
+        what `triage.serving_scenario.iteration_table` reads: an edit of chunked_prefill or
+        kv_cache_tokens reuses the plan's table (~40 ms on the serving example)."""
+        from packets.model_specs import fusion_spec, tile_spec
+        from packets.schema import DistributionService
+
+        config, serving = scenario.config, scenario.serving
+        key = json.dumps(
+            [
+                "iteration",
+                repr(scenario.block),
+                repr(scenario.hardware),
+                fusion_spec(config),
+                tile_spec(config),
+                serving.policy.max_num_seqs,
+                serving.policy.max_num_batched_tokens,
+                serving.longest_sequence,
+                list(config.compiled_shapes.seq_len),
+                config.fallback.dispatch_overhead_us,
+                isinstance(config.service, DistributionService),
+            ],
+            sort_keys=True,
+        )
+        found = self._cache.get(key)
+        if found is None:
+            found = scenario.iteration_table
+            if found is None:  # pinned service: nothing to keep
+                return None
+            with self._lock:
+                self.builds += 1
+            self._cache.put(key, found)
+        return found
+
 
 TABLES = TableMemo()
-"""The app's service-table memo (shared by every subject)."""
+"""The app's service- and iteration-table memo (shared by every subject)."""
 
 
 def scenario_for(subject: Subject) -> Scenario:
@@ -337,6 +394,12 @@ def scenario_for(subject: Subject) -> Scenario:
         drawn = sorted(set(compiled) | set(scenario.runtime.workload.shapes.values))
         scenario.__dict__["service_table"] = TABLES.table(scenario, compiled)
         scenario.__dict__["all_compiled_table"] = TABLES.table(scenario, drawn)
+    if scenario.is_serving:
+        import contextlib
+
+        # Not runnable as serving (ValueError): its run raises the one-line message itself.
+        with contextlib.suppress(ValueError):
+            scenario.__dict__["iteration_table"] = TABLES.iteration_table(scenario)
     return scenario
 
 
@@ -394,6 +457,27 @@ def compute_run(subject: Subject, preview: LabPreview | None = None) -> LabRun:
         buckets=buckets,
         kernels_per_layer=len(fusion_groups(scenario.block, fusion_spec(scenario.config))),
         layers=scenario.block.layers,
+    )
+
+
+def is_serving(subject: Subject) -> bool:
+    """True when the subject's configuration runs the continuous scheduler (LLM serving)."""
+    return subject.config.batch_policy.scheduler == "continuous"
+
+
+def compute_serving_run(subject: Subject) -> ServingRun:
+    """Run a serving subject's continuous scheduler (the run `workbench run` shows)."""
+    from triage.runs import run_serving_scenario
+
+    summary = run_serving_scenario(subject.scenario, subject.loaded.name).summary
+    kv = summary["kv_cache"]
+    t_ms = np.asarray(kv["timeline"]["t_ms"], dtype=np.float64)
+    return ServingRun(
+        name=subject.name,
+        summary=summary,
+        kv_time_s=(t_ms - (t_ms[0] if len(t_ms) else 0.0)) / 1e3,
+        kv_occupancy=np.asarray(kv["timeline"]["occupancy"], dtype=np.float64),
+        kv_capacity_tokens=kv["capacity_tokens_per_engine"],
     )
 
 
@@ -469,6 +553,7 @@ class Lab:
         self._previews = _Cache(PREVIEW_ENTRIES)
         self._curves = _Cache(entries)
         self._sheets = _Cache(entries)
+        self._serving = _Cache(entries)
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self.model_runs = 0
@@ -507,6 +592,25 @@ class Lab:
                 self._previews.put(subject.key, found)
         return found
 
+    def cached_serving_run(self, subject: Subject) -> ServingRun | None:
+        """The serving run of `subject` if it was computed already (never computes)."""
+        return self._serving.get(subject.key)
+
+    def serving_run(self, subject: Subject) -> ServingRun:
+        """The serving run of `subject` (see `compute_serving_run`), computed on first request
+        (blocking: call from a worker) and cached by its inputs."""
+        found = self._serving.get(subject.key)
+        if found is not None:
+            return found
+        with self._key_lock(subject.key):
+            found = self._serving.get(subject.key)
+            if found is None:
+                found = compute_serving_run(subject)
+                with self._lock:
+                    self.model_runs += 1
+                self._serving.put(subject.key, found)
+        return found
+
     def _key_lock(self, key: str) -> threading.Lock:
         with self._lock:
             if len(self._key_locks) > 4 * CACHE_ENTRIES:  # only idle keys' locks are dropped
@@ -543,8 +647,10 @@ class Lab:
         return found
 
     def has_baseline(self, working: WorkingPacket) -> bool:
-        """True when the baseline of `working` has been run for its current inputs."""
-        return self.cached_run(subject(working)) is not None
+        """True when the baseline of `working` has been run for its current inputs (a serving
+        packet's: its serving run)."""
+        base = subject(working)
+        return (self.cached_run(base) or self.cached_serving_run(base)) is not None
 
     def warm_up(self) -> None:
         """Import the model and compile (or load) its numba kernels: call from a background

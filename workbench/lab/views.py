@@ -14,7 +14,7 @@ import numpy as np
 
 from packets.schema import Packet
 from triage import units
-from workbench.lab.engine import LabRun
+from workbench.lab.engine import LabRun, ServingRun
 
 DRIVER_PART = {"placement": "imbalance", "fallback": "fallback", "contention": "contention"}
 """Counterfactual driver -> the latency part it shows up as."""
@@ -54,6 +54,44 @@ def sla_verdicts(summary: dict, packet: Packet) -> list[Verdict]:
             ok["throughput_ok"],
         ),
     ]
+
+
+SERVING_TAILS = (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("latency", "latency_ms"))
+"""(label, summary key) of a serving run's tails, in the order they are shown."""
+
+
+def serving_tails(summary: dict) -> list[tuple[str, list[str]]]:
+    """(label, [p99, p95, p50]) of a serving run's TTFT, TPOT and end-to-end latency, tail
+    first, as text."""
+    return [(label, [ms(summary[key][p]) for p in ("p99", "p95", "p50")])
+            for label, key in SERVING_TAILS]  # fmt: skip
+
+
+def serving_verdicts(summary: dict, packet: Packet) -> list[Verdict]:
+    """The SLA checks of a serving run (latency p99 and p95, TTFT p95, TPOT p95) against the
+    packet's targets ('no target' where it sets none)."""
+    sla, ok = packet.inputs.sla, summary["sla"]
+    checks = (
+        ("p99", summary["latency_ms"]["p99"], sla.p99_ms, "p99_ok"),
+        ("p95", summary["latency_ms"]["p95"], sla.p95_ms, "p95_ok"),
+        ("TTFT p95", summary["ttft_ms"]["p95"], sla.ttft_p95_ms, "ttft_p95_ok"),
+        ("TPOT p95", summary["tpot_ms"]["p95"], sla.tpot_p95_ms, "tpot_p95_ok"),
+    )
+    return [
+        Verdict(label, ms(value), f"<= {target:g} ms" if target is not None else "no target",
+                ok[key])
+        for label, value, target, key in checks
+    ]  # fmt: skip
+
+
+def serving_throughput(summary: dict) -> str:
+    """Tokens/s, requests/s and preemptions of a serving run, one line."""
+    tokens, rate = summary["tokens_per_s"], summary["throughput_per_s"]
+    return (
+        (f"{tokens:,.0f} tokens/s" if tokens is not None else "n/a tokens/s")
+        + (f" ({rate:,.2f} requests/s)" if rate is not None else "")
+        + f" · {summary['preemptions']:,} preemptions"
+    )
 
 
 def meets_sla(summary: dict) -> bool:
@@ -251,3 +289,25 @@ def headline_line(comparison: Comparison) -> str:
         f"({c.p95_change_ms:+,.2f}) · {c.throughput_per_s:,.1f}/s "
         f"({c.throughput_change_per_s:+,.1f})"
     )
+
+
+def serving_lines(working: ServingRun, baseline: ServingRun) -> list[str]:
+    """A serving run against the baseline's, one line each for TTFT and TPOT (p99, p95 with
+    their signed changes in ms) and one for tokens/s and preemptions:
+    'TTFT p99 410.20 ms (-284.0) · p95 300.1 ms (-135.2)'."""
+    s, b = working.summary, baseline.summary
+    lines = []
+    for label, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms")):
+        parts = []
+        for p in ("p99", "p95"):
+            now, then = s[key][p], b[key][p]
+            change = f" ({now - then:+,.2f})" if now is not None and then is not None else ""
+            parts.append(f"{p} {ms(now)}{change}")
+        lines.append(f"{label} " + " · ".join(parts))
+    tokens, then = s["tokens_per_s"], b["tokens_per_s"]
+    change = f" ({tokens - then:+,.0f})" if tokens is not None and then is not None else ""
+    lines.append(
+        (f"{tokens:,.0f} tokens/s{change}" if tokens is not None else "n/a tokens/s")
+        + f" · {s['preemptions']:,} preemptions"
+    )
+    return lines

@@ -8,12 +8,18 @@ thread) and redraw the charts: latency percentiles, p99 vs load (a sweep of load
 only while on screen, with progress), HBM demand over time, the fusion & tile-plan worksheet
 with its bottleneck shifts, and the candidates with their headline changes. f4 saves the
 working configuration as a named candidate of the packet (so drafts and SIGHUP keep it).
+
+A serving packet (baseline `scheduler: continuous`) edits the continuous batch policy
+(max_num_seqs, max_num_batched_tokens, chunked_prefill, kv_cache_tokens); each edit also
+re-runs the serving model (the run `workbench run` shows), its TTFT/TPOT against the
+baseline's in a status line and the KV-cache occupancy of both as the first view.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -29,7 +35,16 @@ from workbench.lab.config import (
     describe,
     edit_config,
 )
-from workbench.lab.engine import WORKING, LabPreview, LabRun, LoadCurve, Subject, subject
+from workbench.lab.engine import (
+    WORKING,
+    LabPreview,
+    LabRun,
+    LoadCurve,
+    ServingRun,
+    Subject,
+    is_serving,
+    subject,
+)
 from workbench.widgets.field_editor import FieldEditor
 
 from .lab_screen import LabScreen
@@ -82,6 +97,10 @@ class TuneScreen(LabScreen):
         self.sections = tune_sections(packet)
         self.fields = {f.id: f for _, fields in self.sections for f in fields}
         self.shown_runs: tuple[LabRun, LabRun] | None = None
+        self.serving = packet.baseline.batch_policy.scheduler == "continuous"
+        """A serving packet: the serving line and the KV-cache view are composed."""
+        self.shown_serving: tuple[ServingRun, ServingRun] | None = None
+        """(working, baseline) serving runs on screen (serving packets)."""
         self._charted: tuple | None = None  # what the charts were drawn from (by identity)
         """(working, baseline) runs on screen."""
         self.pareto: tuple = ()
@@ -96,6 +115,8 @@ class TuneScreen(LabScreen):
 
         yield from self.compose_status()
         yield Static(id="tune-status")
+        if self.serving:
+            yield Static(id="tune-serving")
         with Horizontal(id="tune-body"):
             with VerticalScroll(id="tune-form", can_focus=False):
                 for title, fields in self.sections:
@@ -135,6 +156,8 @@ class TuneScreen(LabScreen):
                     VerticalScroll(Static(id="candidates-table"), id="tune-candidates"),
                 ),
             ]
+            if self.serving:
+                views.insert(0, ("tune-kv", "KV cache", Chart(waiting, id="tune-kv")))
             yield ChartDeck(views, "f2/f3", id="tune-deck")
 
     @property
@@ -324,6 +347,8 @@ class TuneScreen(LabScreen):
         status = self._status(shown[0], shown[1], target, updating=True)
         self.query_one("#tune-status", Static).update(status)
         lab = self.lab
+        if self.serving:
+            self.request_serving(target, base, debounce=debounce)
         self.forget("tune-full")  # a full run still on its way is for an older configuration
         cached = lab.cached_run(target), lab.cached_run(base)
         if not debounce and cached[0] is not None and cached[1] is not None:
@@ -336,6 +361,40 @@ class TuneScreen(LabScreen):
             "tune", lambda: (lab.preview(target), lab.run(base)), self.show_preview,
             debounce=debounce,
         )  # fmt: skip
+
+    def request_serving(self, target: Subject, base: Subject, *, debounce: bool) -> None:
+        """The serving runs of the working configuration and the baseline: at once from the
+        cache, else in a worker (debounced while editing). A working configuration that no
+        longer runs the continuous scheduler shows the line saying so."""
+        lab = self.lab
+        if not is_serving(target) or not is_serving(base):
+            self.forget("tune-serving")
+            self.shown_serving = None
+            self.query_one("#tune-serving", Static).update(
+                Text("Serving: the working configuration does not run the continuous scheduler")
+            )
+            return
+        cached = lab.cached_serving_run(target), lab.cached_serving_run(base)
+        if not debounce and cached[0] is not None and cached[1] is not None:
+            self.forget("tune-serving")
+            self.show_serving((cached[0], cached[1]))
+            return
+        self.compute(
+            "tune-serving", lambda: (lab.serving_run(target), lab.serving_run(base)),
+            self.show_serving, debounce=debounce, label="serving run",
+        )  # fmt: skip
+
+    def show_serving(self, result: tuple[ServingRun, ServingRun]) -> None:
+        """Show a serving run against the baseline's: TTFT/TPOT line, KV-cache chart."""
+        from workbench.lab.charts import kv_chart
+        from workbench.widgets.charts import Chart
+
+        from .tune_views import serving_text
+
+        run, base = result
+        self.shown_serving = (run, base)
+        self.query_one("#tune-serving", Static).update(serving_text(run, base))
+        self.query_one("#tune-kv", Chart).show(kv_chart([("baseline", base), ("working", run)]))
 
     def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
         """Show the working configuration's simulation in the charts and complete its run."""
@@ -361,7 +420,10 @@ class TuneScreen(LabScreen):
         from .tune_views import status_text
 
         changes = self.changes(self.workbench.working.packet)
-        return status_text(run, base, self.start_from, target.name, changes, updating=updating)
+        return status_text(
+            run, base, self.start_from, target.name, changes, updating=updating,
+            decode_step=self.serving,
+        )  # fmt: skip
 
     def show_runs(self, result: tuple[LabRun, LabRun]) -> None:
         """Show a working run against the baseline run (status and charts)."""

@@ -77,8 +77,16 @@ def start_spec(packet: Packet) -> FieldSpec:
     return FieldSpec(path=("tune", "start_from"), label="start from", kind="choice", choices=names)
 
 
+CONTINUOUS_KNOBS = ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "kv_cache_tokens")
+"""The continuous batch policy's knobs (a serving packet's Batch policy section)."""
+DYNAMIC_KNOBS = ("max_batch", "max_queue_delay_ms", "bucketing")
+"""The dynamic batcher's knobs (every other packet's Batch policy section)."""
+
+
 def tune_sections(packet: Packet) -> list[tuple[str, list[TuneField]]]:
-    """The form's sections and their editors, in order."""
+    """The form's sections and their editors, in order. A serving packet (baseline
+    `scheduler: continuous`) edits the continuous batch policy instead of the dynamic one."""
+    continuous = packet.baseline.batch_policy.scheduler == "continuous"
     tiles = [
         TuneField(
             f"tune-tile-{op}",
@@ -121,9 +129,8 @@ def tune_sections(packet: Packet) -> list[tuple[str, list[TuneField]]]:
         (
             "Batch policy",
             [
-                knob(BatchPolicy, "max_batch", "batch_policy", "max_batch"),
-                knob(BatchPolicy, "max_queue_delay_ms", "batch_policy", "max_queue_delay_ms"),
-                knob(BatchPolicy, "bucketing", "batch_policy", "bucketing"),
+                knob(BatchPolicy, name, "batch_policy", name)
+                for name in (CONTINUOUS_KNOBS if continuous else DYNAMIC_KNOBS)
             ],
         ),
         (

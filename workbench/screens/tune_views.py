@@ -8,8 +8,23 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from workbench.lab.engine import LabRun
-from workbench.lab.views import compare, headline_line
+from workbench.lab.engine import LabRun, ServingRun
+from workbench.lab.views import compare, headline_line, serving_lines
+
+
+def serving_text(working: ServingRun, baseline: ServingRun) -> Text:
+    """The serving run's TTFT, TPOT and tokens/s against the baseline's (changes signed)."""
+    text = Text()
+    lines = serving_lines(working, baseline)
+    for number, line in enumerate(lines[:2]):
+        text.append("Serving: " if number == 0 else "         ", style="bold")
+        text.append(line + "\n")
+    ok = all(v is not False for v in working.summary["sla"].values())
+    mark, colour = ("✓ SLA", "green") if ok else ("✗ SLA", "red")
+    text.append("         ")
+    text.append(mark, style=f"bold {colour}")
+    text.append(f" · {lines[2]}")
+    return text
 
 
 def status_text(
@@ -20,10 +35,13 @@ def status_text(
     changes: list[str],
     *,
     updating: bool = False,
+    decode_step: bool = False,
 ) -> Text:
     """Three lines (wrapped where the screen is narrow, never cut): what the working
     configuration is, its headline against the baseline, and the bottleneck shift. With
-    `updating`, the runs shown are the last ones and a newer run is on its way (dimmed)."""
+    `updating`, the runs shown are the last ones and a newer run is on its way (dimmed).
+    With `decode_step` (a serving packet), the runs are its decode step through the dynamic
+    batcher: the headline is labelled so, without an SLA verdict (the serving line has it)."""
     text = Text()
     text.append("Working: ", style="bold")
     text.append(f"{name} (from {start}) · changed: {', '.join(changes) or 'nothing'}\n")
@@ -32,8 +50,11 @@ def status_text(
         return text
     dim = "dim" if updating else ""
     comparison = compare(working, baseline)
-    mark, colour = ("✓ SLA", "green") if comparison.meets_sla else ("✗ SLA", "red")
-    text.append(f"{mark} ", style=f"bold {colour} {dim}".strip())
+    if decode_step:
+        text.append("Decode step: ", style=f"bold {dim}".strip())
+    else:
+        mark, colour = ("✓ SLA", "green") if comparison.meets_sla else ("✗ SLA", "red")
+        text.append(f"{mark} ", style=f"bold {colour} {dim}".strip())
     text.append(headline_line(comparison) + "\n", style=dim)
     text.append("Bottleneck: ", style=f"bold {dim}".strip())
     before = baseline.summary["classification"]["primary"]["class"]
