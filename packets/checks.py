@@ -13,11 +13,10 @@ from pathlib import Path
 from .candidates import BASELINE, apply_candidate
 from .errors import PacketError, Problem, UsageError
 from .schema import ROLES_BY_TOPIC, Config, DistributionService, Packet
-from .serving_checks import serving_problems
+from .serving_checks import mix_problems, serving_problems
 from .strict_yaml import LoadedYaml
 from .trace import read_trace
 
-WEIGHT_TOLERANCE = 1e-6  # shape weights must sum to 1 within this (decimal rounding headroom)
 MIN_MEASURED_REQUESTS = 1000  # below this p99 rests on fewer than 10 requests
 
 Path_ = tuple[str | int, ...]
@@ -117,18 +116,7 @@ def resolve_relative(name: str, base_dir: Path | None) -> Path:
 def _shapes_and_requests(packet: Packet) -> Found:
     workload = packet.inputs.workload
     mix = workload.shapes.seq_len
-    base = ("inputs", "workload", "shapes", "seq_len")
-    if len(mix.values) != len(mix.weights):
-        yield (
-            (*base, "weights"),
-            f"has {len(mix.weights)} weights for {len(mix.values)} values",
-            "error",
-        )
-    total = math.fsum(mix.weights)
-    if abs(total - 1.0) > WEIGHT_TOLERANCE:
-        yield ((*base, "weights"), f"must sum to 1, they sum to {total:.6g}", "error")
-    if len(set(mix.values)) != len(mix.values):
-        yield ((*base, "values"), "values must be distinct", "error")
+    yield from mix_problems(mix, ("inputs", "workload", "shapes", "seq_len"))
     measured = workload.requests - math.floor(workload.requests * workload.warmup_fraction)
     if measured < MIN_MEASURED_REQUESTS:
         yield (

@@ -19,7 +19,7 @@ Path_ = tuple[str | int, ...]
 Found = Iterator[tuple[Path_, str, str]]
 
 CONTINUOUS_ONLY = ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "kv_cache_tokens")
-WEIGHT_TOLERANCE = 1e-6  # as packets/checks.py: decimal rounding headroom
+WEIGHT_TOLERANCE = 1e-6  # mix weights must sum to 1 within this (decimal rounding headroom)
 GENERATION = ("inputs", "workload", "generation")
 MAX_SERVING_REQUESTS = 1_000_000
 """Requests per serving run: the loop keeps 48 bytes per iteration (the KV timeline) and the
@@ -48,7 +48,9 @@ def _own(path: Path_, own: set[str] | None) -> bool:
     return path[2] in own
 
 
-def _mix(mix, path: Path_) -> Found:
+def mix_problems(mix, path: Path_) -> Found:
+    """A values/weights mix (shapes, prompt and output lengths): one weight per value, weights
+    summing to 1, distinct values."""
     if len(mix.values) != len(mix.weights):
         yield (
             (*path, "weights"),
@@ -139,8 +141,8 @@ def serving_problems(packet: Packet) -> Found:
     if not serving and workload.generation is not None:
         yield GENERATION, "applies only to block phase serving: remove it", "error"
     if workload.generation is not None:
-        yield from _mix(workload.generation.prompt_len, (*GENERATION, "prompt_len"))
-        yield from _mix(workload.generation.output_len, (*GENERATION, "output_len"))
+        yield from mix_problems(workload.generation.prompt_len, (*GENERATION, "prompt_len"))
+        yield from mix_problems(workload.generation.output_len, (*GENERATION, "output_len"))
     for config, path, own in _configs(packet):
         for found in _config(packet, config, path):
             if _own(found[0], own):  # inherited problems are reported once, at the baseline

@@ -139,6 +139,20 @@ def launches_per_request(result: RuntimeResult) -> float | None:
     return float(np.mean(req.of_batch(b.launches / b.size, m)))
 
 
+SCALARS = (
+    "seed",
+    "requests",
+    "measured_requests",
+    "throughput_per_s",
+    "fairness_jain",
+    "fallback_rate",
+    "launches_per_request",
+    "hbm_peak_demand_ratio",
+    "hbm_oversubscribed_fraction",
+)
+"""The headline's plain-number fields, copied as they are into run summaries and sweep rows."""
+
+
 def headline(result: RuntimeResult) -> dict:
     """The run's headline figures (the JSON contract minus attribution and classification)."""
     req = result.requests

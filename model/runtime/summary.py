@@ -16,7 +16,7 @@ import numpy as np
 from model.runtime.bottleneck import classify
 from model.runtime.inputs import RuntimeConfig
 from model.runtime.simulate import RuntimeResult, simulate
-from model.runtime.stats import fallback_cost, headline
+from model.runtime.stats import SCALARS, fallback_cost, headline
 from model.runtime.tail import compositions, counterfactual_attribution
 from model.service import ServiceTable
 
@@ -164,20 +164,6 @@ def summarize(
         },
         classification=classification,
     )
-
-
-SCALARS = (
-    "seed",
-    "requests",
-    "measured_requests",
-    "throughput_per_s",
-    "fairness_jain",
-    "fallback_rate",
-    "launches_per_request",
-    "hbm_peak_demand_ratio",
-    "hbm_oversubscribed_fraction",
-)
-"""The headline's plain-number fields (model.runtime.stats.headline), copied as they are."""
 
 
 def run_summary(

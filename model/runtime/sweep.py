@@ -17,7 +17,7 @@ import polars as pl
 
 from model.runtime.inputs import RuntimeConfig
 from model.runtime.simulate import simulate
-from model.runtime.stats import headline
+from model.runtime.stats import SCALARS, headline
 from model.runtime.workload import RequestStream, generate_requests
 from model.service import ServiceTable
 
@@ -34,17 +34,6 @@ COLUMNS = {
     "p99_ok": ("sla", "p99_ok"),
     "throughput_ok": ("sla", "throughput_ok"),
 }
-SCALARS = (
-    "seed",
-    "requests",
-    "measured_requests",
-    "throughput_per_s",
-    "fairness_jain",
-    "fallback_rate",
-    "launches_per_request",
-    "hbm_peak_demand_ratio",
-    "hbm_oversubscribed_fraction",
-)
 
 
 def _stream_key(cfg: RuntimeConfig) -> tuple:
