@@ -6,7 +6,7 @@ BENCHMARKS.md). On the default example (20,000 requests a point):
 1. A 4,096-point sweep (max_batch x placement x queue delay x arrival rate) run three ways in
    one go, side by side: one thread in this process (the single-process speed), the default
    local thread pool (CPU-count threads), and a Dask LocalCluster of 2 worker processes with
-   one thread each. Rows are checked identical. This process and every worker are warmed first
+   one thread each, its statistical profiler off (WORKER_CONFIG). Rows are checked identical. This process and every worker are warmed first
    on a tiny grid (numba compile), not on this one, so every timed run builds its own service
    tables.
 2. The guided search (64 trials, the packet's seed) against the best SLA-meeting point of a
@@ -52,6 +52,10 @@ WARMUP_AXES = (
 ROUNDS = 2
 """Each engine runs this many times, in the order A B C then C B A, so load that drifts over
 the run weighs on every engine alike; the table shows the faster of its runs."""
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+"""Workers as README.md "Sweeps, search and clusters" starts them: without Dask's statistical
+profiler, which samples every running task's stack every 10 ms (about 6% of a worker's CPU on
+these chunks, measured with it on and off)."""
 SEARCH_TRIALS = 64
 PROJECT_POINTS = 1_000_000
 
@@ -68,6 +72,7 @@ def _timed(fn) -> tuple[float, object]:
 
 
 def sweep_section(points_wanted: int) -> str:
+    import dask
     from distributed import Client, LocalCluster
 
     loaded = load_packet(example_path("fusion-tiling-llama-decode"))
@@ -81,6 +86,7 @@ def sweep_section(points_wanted: int) -> str:
     n = len(points)
     load_before = _uptime()
     with (
+        dask.config.set(WORKER_CONFIG),
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         ) as cluster,
@@ -101,8 +107,10 @@ def sweep_section(points_wanted: int) -> str:
         rows = {}
         order = list(engines)
 
-        def cpu_now() -> float:  # this process (client, scheduler) plus every worker process
-            return time.process_time() + sum(client.run(time.process_time).values())
+        own: dict[str, list[float]] = {name: [] for name in engines}
+
+        def cpu_now() -> tuple[float, float]:  # (this process: client, scheduler; workers)
+            return time.process_time(), sum(client.run(time.process_time).values())
 
         for round_ in range(ROUNDS):
             for name in order if round_ % 2 == 0 else order[::-1]:
@@ -111,14 +119,18 @@ def sweep_section(points_wanted: int) -> str:
                 took, rows[name] = _timed(
                     lambda e=executor, w=width: run_points(points, e, parallelism=w)
                 )
-                cpu[name].append(cpu_now() - before)
+                after = cpu_now()
+                own[name].append(after[0] - before[0])
+                cpu[name].append(after[0] - before[0] + after[1] - before[1])
                 times[name].append(took)
     load_after = _uptime()
     first = next(iter(rows.values()))
     same = all(r == first for r in rows.values())
     runs = {name: ", ".join(f"{t:.1f}" for t in ts) for name, ts in times.items()}
     times = {name: min(ts) for name, ts in times.items()}
-    cpu_s = {name: min(cs) for name, cs in cpu.items()}
+    best = {name: cpu[name].index(min(cs)) for name, cs in cpu.items()}
+    cpu_s = {name: cpu[name][i] for name, i in best.items()}
+    own_s = {name: own[name][i] for name, i in best.items()}
     serial = times["1 thread, this process"]
     per_point = serial / n
     lines = [
@@ -127,13 +139,15 @@ def sweep_section(points_wanted: int) -> str:
         f"Machine load: before {load_before}; after {load_after}. Other engineers' jobs share "
         "these 2 cores, so compare the ratios (measured back to back), not the absolute times.",
         "",
-        "| engine | wall (best of its runs) | runs, s | wall per point | CPU per point | speed vs 1 thread |",
+        "| engine | wall (best of its runs) | runs, s | wall per point | CPU per point "
+        "(this process + workers) | speed vs 1 thread |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name, t in times.items():
         lines.append(
             f"| {name} | {t:.1f} s | {runs[name]} | {t / n * 1e3:.2f} ms | "
-            f"{cpu_s[name] / n * 1e3:.2f} ms | {serial / t:.2f}x |"
+            f"{cpu_s[name] / n * 1e3:.2f} ms ({own_s[name] / n * 1e3:.2f} + "
+            f"{(cpu_s[name] - own_s[name]) / n * 1e3:.2f}) | {serial / t:.2f}x |"
         )
     dask_name = "Dask LocalCluster, 2 worker processes x 1 thread"
     dask_t = times[dask_name]
