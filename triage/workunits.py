@@ -8,7 +8,9 @@ per process, shared by its threads), so what crosses the wire to a Dask worker i
 pickled (plus an arrival trace, for trace-driven packets; Dask pickles with cloudpickle, as the
 hardware envelope holds a read-only mapping), and what comes back is one
 row of headline figures. Rows come back in point order, identical to a run in one process:
-each depends only on its configuration, plan and seed.
+each depends only on its configuration, plan and seed. A process that runs a chunk keeps its
+freed heap for the next point's arrays (tune_allocator: a Dask worker's nanny-set malloc
+trim threshold would map and unmap them every point).
 
 The default executor is a local thread pool (the numba kernel releases the GIL); `--scheduler`
 passes a Dask `Client.get_executor()` instead (workbench/core/cluster.py).
