@@ -29,6 +29,7 @@ from packets.load import load_packet
 from triage.search import run_search
 from triage.sweeps import grid_points, parse_axis
 from triage.workunits import run_chunk, run_points
+from workbench.core.cluster import executor_of
 
 COMMAND = "python -m benchmarks.bench_sweep"
 SWEEP_AXES = (
@@ -93,7 +94,7 @@ def sweep_section(points_wanted: int) -> str:
         Client(cluster) as client,
         ThreadPoolExecutor(max_workers=1) as one,
     ):
-        dask = client.get_executor()
+        dask = executor_of(client)
         cpus = os.cpu_count() or 1
         engines = {
             "1 thread, this process": (one, 1),

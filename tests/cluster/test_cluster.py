@@ -22,6 +22,7 @@ from triage.search import run_search
 from triage.sweeps import grid_points, parse_axis, run_grid
 from triage.workunits import run_chunk, tables_built
 from workbench.cli import main
+from workbench.core.cluster import engine
 
 distributed = pytest.importorskip("distributed")
 
@@ -93,6 +94,21 @@ def test_a_worker_that_ran_a_chunk_reuses_heap_for_point_sized_arrays(
     faults = cluster.run(_page_faults_for_arrays)
     assert len(faults) == 2
     assert all(n < ARRAYS * ARRAY_PAGES // 4 for n in faults.values()), faults
+
+
+def test_equal_chunks_are_separate_tasks_cancelling_one_leaves_the_other(
+    cluster: distributed.Client,
+) -> None:
+    # The engine's executor submits impure tasks: a key is a UUID, not a token of the chunk
+    # (hashing every point cost the client ~1 ms a point). Equal chunks are then two tasks,
+    # and cancelling one (a cancelled run's leftovers) does not cancel the other.
+    loaded = load_packet(DEFAULT)
+    chunk = grid_points(loaded, None, _axes("inputs.workload.requests=20000", "seed=1,2,3,4"))
+    with engine(cluster.scheduler.address) as found:
+        first = found.executor.submit(run_chunk, chunk)
+        second = found.executor.submit(run_chunk, chunk)
+        first.cancel()
+        assert second.result(timeout=120) == run_chunk(chunk)
 
 
 def test_cluster_matrix_gives_the_local_cells(cluster: distributed.Client) -> None:
