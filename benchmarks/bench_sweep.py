@@ -165,6 +165,26 @@ def sweep_section(points_wanted: int) -> str:
         f"({'meets' if 2 * cpu_ratio >= 1.7 else 'misses'} the 1.7x target; a bound, not a "
         "wall-clock measurement).",
         "",
+        "Where the Dask workers' extra CPU went (at a9f9561 they spent 12.86 ms a point against "
+        "10.97 ms in-process, +17%, bound 1.71x), each cut by its mechanism: (1) Dask's nanny "
+        "starts workers with MALLOC_TRIM_THRESHOLD_=65536, which pins glibc's mmap threshold "
+        "at 128 KiB, so every point's arrays were mapped, faulted in page by page and unmapped "
+        "(64-point probe in one process with that variable: +35% minor page faults, +10-14% "
+        "CPU); a chunk now sets the thresholds itself (`tune_allocator`, triage/workunits.py), "
+        "which also cut the in-process probe from 83,600 to 24,800 faults and 9.8 to 7.9 ms a "
+        "point. (2) The client's executor was pure: Dask tokenized every point's dataclasses "
+        "at submit, ~1 ms of this process's CPU a point (cProfile of `submit`); now "
+        "`get_executor(pure=False)` (workbench/core/cluster.py `executor_of`). (3) Each "
+        "worker's statistical profiler sampled the running chunk every 10 ms, ~0.6 ms a point "
+        "(probe with it on and off); off here (WORKER_CONFIG) and in README.md's worker "
+        "command. Left: the workers' CPU per point over this process's (table, second figure "
+        "of the Dask row against the first of the 1-thread row), the client, scheduler and "
+        "nannies in this process (first figure of the Dask row), and an idle LocalCluster's "
+        "event loops (psutil over 10 s idle: 3.6% of a core in this process, 2.7% in each "
+        "worker). Under load no 2-process engine can reach 1.7x: one other runnable job leaves "
+        "the single thread a whole core but each of 2 workers two thirds of one (2 x 2/3 = "
+        "1.33x); the local pool's ratio in the same run shows what the load allowed.",
+        "",
         f"Per-point cost: {per_point * 1e3:.2f} ms wall on one thread here; "
         f"{cpu_s[dask_name] / n * 1e3:.2f} ms of CPU per point on the Dask workers. Projected "
         f"time for {PROJECT_POINTS:,} points on N idle single-thread workers (that CPU cost per "
