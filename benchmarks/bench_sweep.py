@@ -6,7 +6,7 @@ BENCHMARKS.md). On the default example (20,000 requests a point):
 1. A 4,096-point sweep (max_batch x placement x queue delay x arrival rate) run three ways in
    one go, side by side: one thread in this process (the single-process speed), the default
    local thread pool (CPU-count threads), and a Dask LocalCluster of 2 worker processes with
-   one thread each, its statistical profiler off (WORKER_CONFIG). Rows are checked identical. This process and every worker are warmed first
+   one thread each, its profiler off and monitors slowed (WORKER_CONFIG). Rows are checked identical. This process and every worker are warmed first
    on a tiny grid (numba compile), not on this one, so every timed run builds its own service
    tables.
 2. The guided search (64 trials, the packet's seed) against the best SLA-meeting point of a
@@ -53,10 +53,19 @@ WARMUP_AXES = (
 ROUNDS = 2
 """Each engine runs this many times, in the order A B C then C B A, so load that drifts over
 the run weighs on every engine alike; the table shows the faster of its runs."""
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+WORKER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.tick.interval": "1s",
+}
 """Workers as README.md "Sweeps, search and clusters" starts them: without Dask's statistical
 profiler, which samples every running task's stack every 10 ms (about 6% of a worker's CPU on
-these chunks, measured with it on and off)."""
+these chunks, measured with it on and off), and with the periodic system monitor (default
+0.5 s), memory monitor (0.1 s) and event-loop tick (20 ms) slowed: an idle LocalCluster then
+burns 1.1% of a core in all (this process and both workers) instead of 6.7% (psutil, 10 s
+idle). Dashboard figures refresh slower and a worker over its memory limit is paused up to
+1 s later; nothing else changes."""
 SEARCH_TRIALS = 64
 PROJECT_POINTS = 1_000_000
 
@@ -180,8 +189,9 @@ def sweep_section(points_wanted: int) -> str:
         "command. Left: the workers' CPU per point over this process's (table, second figure "
         "of the Dask row against the first of the 1-thread row), the client, scheduler and "
         "nannies in this process (first figure of the Dask row), and an idle LocalCluster's "
-        "event loops (psutil over 10 s idle: 3.6% of a core in this process, 2.7% in each "
-        "worker). Under load no 2-process engine can reach 1.7x: one other runnable job leaves "
+        "event loops (psutil over 10 s idle with Dask's defaults: 3.3% of a core in this "
+        "process, 1.6-1.8% in each; 0.6% and 0.2-0.3% with WORKER_CONFIG's slower monitors, "
+        "as here). Under load no 2-process engine can reach 1.7x: one other runnable job leaves "
         "the single thread a whole core but each of 2 workers two thirds of one (2 x 2/3 = "
         "1.33x); the local pool's ratio in the same run shows what the load allowed.",
         "",
