@@ -6,7 +6,7 @@ BENCHMARKS.md). On the default example (20,000 requests a point):
 1. A 4,096-point sweep (max_batch x placement x queue delay x arrival rate) run three ways in
    one go, side by side: one thread in this process (the single-process speed), the default
    local thread pool (CPU-count threads), and a Dask LocalCluster of 2 worker processes with
-   one thread each. Rows are checked identical. This process and every worker are warmed first
+   one thread each, its profiler off and monitors slowed (WORKER_CONFIG). Rows are checked identical. This process and every worker are warmed first
    on a tiny grid (numba compile), not on this one, so every timed run builds its own service
    tables.
 2. The guided search (64 trials, the packet's seed) against the best SLA-meeting point of a
@@ -29,6 +29,7 @@ from packets.load import load_packet
 from triage.search import run_search
 from triage.sweeps import grid_points, parse_axis
 from triage.workunits import run_chunk, run_points
+from workbench.core.cluster import executor_of
 
 COMMAND = "python -m benchmarks.bench_sweep"
 SWEEP_AXES = (
@@ -52,6 +53,19 @@ WARMUP_AXES = (
 ROUNDS = 2
 """Each engine runs this many times, in the order A B C then C B A, so load that drifts over
 the run weighs on every engine alike; the table shows the faster of its runs."""
+WORKER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.tick.interval": "1s",
+}
+"""Workers as README.md "Sweeps, search and clusters" starts them: without Dask's statistical
+profiler, which samples every running task's stack every 10 ms (about 6% of a worker's CPU on
+these chunks, measured with it on and off), and with the periodic system monitor (default
+0.5 s), memory monitor (0.1 s) and event-loop tick (20 ms) slowed: an idle LocalCluster then
+burns 1.1% of a core in all (this process and both workers) instead of 6.7% (psutil, 10 s
+idle). Dashboard figures refresh slower and a worker over its memory limit is paused up to
+1 s later; nothing else changes."""
 SEARCH_TRIALS = 64
 PROJECT_POINTS = 1_000_000
 
@@ -68,6 +82,7 @@ def _timed(fn) -> tuple[float, object]:
 
 
 def sweep_section(points_wanted: int) -> str:
+    import dask
     from distributed import Client, LocalCluster
 
     loaded = load_packet(example_path("fusion-tiling-llama-decode"))
@@ -81,13 +96,14 @@ def sweep_section(points_wanted: int) -> str:
     n = len(points)
     load_before = _uptime()
     with (
+        dask.config.set(WORKER_CONFIG),
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         ) as cluster,
         Client(cluster) as client,
         ThreadPoolExecutor(max_workers=1) as one,
     ):
-        dask = client.get_executor()
+        dask = executor_of(client)
         cpus = os.cpu_count() or 1
         engines = {
             "1 thread, this process": (one, 1),
@@ -101,8 +117,10 @@ def sweep_section(points_wanted: int) -> str:
         rows = {}
         order = list(engines)
 
-        def cpu_now() -> float:  # this process (client, scheduler) plus every worker process
-            return time.process_time() + sum(client.run(time.process_time).values())
+        own: dict[str, list[float]] = {name: [] for name in engines}
+
+        def cpu_now() -> tuple[float, float]:  # (this process: client, scheduler; workers)
+            return time.process_time(), sum(client.run(time.process_time).values())
 
         for round_ in range(ROUNDS):
             for name in order if round_ % 2 == 0 else order[::-1]:
@@ -111,14 +129,18 @@ def sweep_section(points_wanted: int) -> str:
                 took, rows[name] = _timed(
                     lambda e=executor, w=width: run_points(points, e, parallelism=w)
                 )
-                cpu[name].append(cpu_now() - before)
+                after = cpu_now()
+                own[name].append(after[0] - before[0])
+                cpu[name].append(after[0] - before[0] + after[1] - before[1])
                 times[name].append(took)
     load_after = _uptime()
     first = next(iter(rows.values()))
     same = all(r == first for r in rows.values())
     runs = {name: ", ".join(f"{t:.1f}" for t in ts) for name, ts in times.items()}
     times = {name: min(ts) for name, ts in times.items()}
-    cpu_s = {name: min(cs) for name, cs in cpu.items()}
+    best = {name: cpu[name].index(min(cs)) for name, cs in cpu.items()}
+    cpu_s = {name: cpu[name][i] for name, i in best.items()}
+    own_s = {name: own[name][i] for name, i in best.items()}
     serial = times["1 thread, this process"]
     per_point = serial / n
     lines = [
@@ -127,13 +149,15 @@ def sweep_section(points_wanted: int) -> str:
         f"Machine load: before {load_before}; after {load_after}. Other engineers' jobs share "
         "these 2 cores, so compare the ratios (measured back to back), not the absolute times.",
         "",
-        "| engine | wall (best of its runs) | runs, s | wall per point | CPU per point | speed vs 1 thread |",
+        "| engine | wall (best of its runs) | runs, s | wall per point | CPU per point "
+        "(this process + workers) | speed vs 1 thread |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name, t in times.items():
         lines.append(
             f"| {name} | {t:.1f} s | {runs[name]} | {t / n * 1e3:.2f} ms | "
-            f"{cpu_s[name] / n * 1e3:.2f} ms | {serial / t:.2f}x |"
+            f"{cpu_s[name] / n * 1e3:.2f} ms ({own_s[name] / n * 1e3:.2f} + "
+            f"{(cpu_s[name] - own_s[name]) / n * 1e3:.2f}) | {serial / t:.2f}x |"
         )
     dask_name = "Dask LocalCluster, 2 worker processes x 1 thread"
     dask_t = times[dask_name]
@@ -149,6 +173,27 @@ def sweep_section(points_wanted: int) -> str:
         f"so with nothing else running its bound is 2 x {cpu_ratio:.2f} = {2 * cpu_ratio:.2f}x "
         f"({'meets' if 2 * cpu_ratio >= 1.7 else 'misses'} the 1.7x target; a bound, not a "
         "wall-clock measurement).",
+        "",
+        "Where the Dask workers' extra CPU went (at a9f9561 they spent 12.86 ms a point against "
+        "10.97 ms in-process, +17%, bound 1.71x), each cut by its mechanism: (1) Dask's nanny "
+        "starts workers with MALLOC_TRIM_THRESHOLD_=65536, which pins glibc's mmap threshold "
+        "at 128 KiB, so every point's arrays were mapped, faulted in page by page and unmapped "
+        "(64-point probe in one process with that variable: +35% minor page faults, +10-14% "
+        "CPU); a chunk now sets the thresholds itself (`tune_allocator`, triage/workunits.py), "
+        "which also cut the in-process probe from 83,600 to 24,800 faults and 9.8 to 7.9 ms a "
+        "point. (2) The client's executor was pure: Dask tokenized every point's dataclasses "
+        "at submit, ~1 ms of this process's CPU a point (cProfile of `submit`); now "
+        "`get_executor(pure=False)` (workbench/core/cluster.py `executor_of`). (3) Each "
+        "worker's statistical profiler sampled the running chunk every 10 ms, ~0.6 ms a point "
+        "(probe with it on and off); off here (WORKER_CONFIG) and in README.md's worker "
+        "command. Left: the workers' CPU per point over this process's (table, second figure "
+        "of the Dask row against the first of the 1-thread row), the client, scheduler and "
+        "nannies in this process (first figure of the Dask row), and an idle LocalCluster's "
+        "event loops (psutil over 10 s idle with Dask's defaults: 3.3% of a core in this "
+        "process, 1.6-1.8% in each; 0.6% and 0.2-0.3% with WORKER_CONFIG's slower monitors, "
+        "as here). Under load no 2-process engine can reach 1.7x: one other runnable job leaves "
+        "the single thread a whole core but each of 2 workers two thirds of one (2 x 2/3 = "
+        "1.33x); the local pool's ratio in the same run shows what the load allowed.",
         "",
         f"Per-point cost: {per_point * 1e3:.2f} ms wall on one thread here; "
         f"{cpu_s[dask_name] / n * 1e3:.2f} ms of CPU per point on the Dask workers. Projected "

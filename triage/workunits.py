@@ -8,7 +8,9 @@ per process, shared by its threads), so what crosses the wire to a Dask worker i
 pickled (plus an arrival trace, for trace-driven packets; Dask pickles with cloudpickle, as the
 hardware envelope holds a read-only mapping), and what comes back is one
 row of headline figures. Rows come back in point order, identical to a run in one process:
-each depends only on its configuration, plan and seed.
+each depends only on its configuration, plan and seed. A process that runs a chunk keeps its
+freed heap for the next point's arrays (tune_allocator: a Dask worker's nanny-set malloc
+trim threshold would map and unmap them every point).
 
 The default executor is a local thread pool (the numba kernel releases the GIL); `--scheduler`
 passes a Dask `Client.get_executor()` instead (workbench/core/cluster.py).
@@ -16,9 +18,12 @@ passes a Dask `Client.get_executor()` instead (workbench/core/cluster.py).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import math
 import os
+import platform
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -56,6 +61,49 @@ and progress moves."""
 
 STREAM_CACHE = 16
 """Request streams kept per process (a 20,000-request stream is ~0.5 MB)."""
+
+
+MALLOC_MMAP_THRESHOLD = 32 * 1024 * 1024
+"""Bytes from which glibc's malloc serves a block by mmap (mallopt M_MMAP_THRESHOLD): 32 MiB,
+glibc's own ceiling for it on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX, mallopt(3)). A point's arrays
+(a 20,000-request stream: 160 KB per float64 column) then come from the heap and are reused
+point after point, instead of a fresh mmap, zero-filled page faults and a munmap each."""
+
+MALLOC_TRIM_THRESHOLD = 2 * MALLOC_MMAP_THRESHOLD
+"""Free bytes at the top of the heap before glibc gives them back (M_TRIM_THRESHOLD): twice
+the mmap threshold, the ratio glibc's dynamic rule keeps (mallopt(3)). Dask's nanny starts
+workers with MALLOC_TRIM_THRESHOLD_=65536 (`distributed.nanny.pre-spawn-environ`), which also
+freezes the mmap threshold at 128 KiB: there every point's arrays were mapped and unmapped
+again, +35% page faults and +10-17% CPU per point (BENCHMARKS.md "Sweeps on a cluster"). At
+most this much freed memory stays with a process that runs chunks."""
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+"""mallopt parameter numbers (glibc malloc.h)."""
+
+_allocator_once = threading.Lock()
+_allocator_set: list[bool] = []
+
+
+def tune_allocator() -> bool:
+    """Set MALLOC_MMAP_THRESHOLD and MALLOC_TRIM_THRESHOLD in this process, once (glibc only;
+    elsewhere nothing). True when both were set, now or before."""
+    with _allocator_once:
+        if not _allocator_set:
+            _allocator_set.append(_mallopt())
+        return _allocator_set[0]
+
+
+def _mallopt() -> bool:
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    libc = ctypes.CDLL(name)
+    mmap = libc.mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)
+    trim = libc.mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD)
+    return mmap == 1 and trim == 1
 
 
 class Cancelled(Exception):
@@ -189,7 +237,9 @@ def run_point(point: Point) -> dict:
 
 
 def run_chunk(points: Sequence[Point]) -> list[dict]:
-    """Run a chunk of points in order (the task a worker receives)."""
+    """Run a chunk of points in order (the task a worker receives); the process's allocator
+    is tuned first (tune_allocator), on a Dask worker as here."""
+    tune_allocator()
     return [run_point(p) for p in points]
 
 

@@ -19,9 +19,10 @@ from packets.load import load_packet
 from tests.review.conftest import prepared_copy
 from triage.review.matrix import MatrixSpec, run_matrix
 from triage.search import run_search
-from triage.sweeps import parse_axis, run_grid
-from triage.workunits import tables_built
+from triage.sweeps import grid_points, parse_axis, run_grid
+from triage.workunits import run_chunk, tables_built
 from workbench.cli import main
+from workbench.core.cluster import engine
 
 distributed = pytest.importorskip("distributed")
 
@@ -62,6 +63,52 @@ def test_cluster_sweep_gives_the_local_rows_in_order(cluster: distributed.Client
     built = cluster.run(tables_built)
     assert len(built) == 2
     assert all(1 <= n <= 2 for n in built.values())
+
+
+ARRAY_PAGES = 256
+"""A 1 MiB float64 array: 256 pages of 4 KiB."""
+ARRAYS = 50
+
+
+def _page_faults_for_arrays() -> int:
+    """Minor page faults while this process makes and drops ARRAYS 1 MiB arrays in turn."""
+    import resource
+
+    import numpy as np
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(ARRAYS):
+        np.ones(ARRAY_PAGES * 4096 // 8).sum()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_a_worker_that_ran_a_chunk_reuses_heap_for_point_sized_arrays(
+    cluster: distributed.Client,
+) -> None:
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which pins glibc's mmap
+    # threshold at 128 KiB: every array of a point was mapped, faulted in page by page and
+    # unmapped again (ARRAYS x ARRAY_PAGES faults here). After a chunk the worker's allocator
+    # serves them from the heap it keeps: a reused block faults no pages.
+    loaded = load_packet(DEFAULT)
+    cluster.run(run_chunk, grid_points(loaded, None, _axes("inputs.workload.requests=200")))
+    faults = cluster.run(_page_faults_for_arrays)
+    assert len(faults) == 2
+    assert all(n < ARRAYS * ARRAY_PAGES // 4 for n in faults.values()), faults
+
+
+def test_equal_chunks_are_separate_tasks_cancelling_one_leaves_the_other(
+    cluster: distributed.Client,
+) -> None:
+    # The engine's executor submits impure tasks: a key is a UUID, not a token of the chunk
+    # (hashing every point cost the client ~1 ms a point). Equal chunks are then two tasks,
+    # and cancelling one (a cancelled run's leftovers) does not cancel the other.
+    loaded = load_packet(DEFAULT)
+    chunk = grid_points(loaded, None, _axes("inputs.workload.requests=20000", "seed=1,2,3,4"))
+    with engine(cluster.scheduler.address) as found:
+        first = found.executor.submit(run_chunk, chunk)
+        second = found.executor.submit(run_chunk, chunk)
+        first.cancel()
+        assert second.result(timeout=120) == run_chunk(chunk)
 
 
 def test_cluster_matrix_gives_the_local_cells(cluster: distributed.Client) -> None:

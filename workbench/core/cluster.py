@@ -2,9 +2,9 @@
 search run.
 
 Without either, work runs on the local thread pool (triage/workunits.py). With one, a Dask
-distributed `Client` connects to that scheduler and its `get_executor()` (a
-`concurrent.futures.Executor`) runs the same chunks on the cluster's workers; the engine is
-Dask's own, nothing here speaks its protocol. Workers need this package installed at the same
+distributed `Client` connects to that scheduler and its `get_executor(pure=False)` (a
+`concurrent.futures.Executor`; executor_of) runs the same chunks on the cluster's workers;
+the engine is Dask's own, nothing here speaks its protocol. Workers need this package installed at the same
 version (`pip install 'handoff-workbench[cluster]'`): a task names `triage.workunits.run_chunk`
 and carries plan specs, configurations and seeds, never arrays.
 """
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from packets.errors import UsageError
 
@@ -47,6 +48,15 @@ def scheduler_address(option: str | None) -> str | None:
     return option or os.environ.get(ENV) or None
 
 
+def executor_of(client: Any) -> Executor:
+    """The client's executor for chunks, with `pure=False`: a chunk's task key is then a UUID,
+    not a token of its arguments. Dask's default (pure) walks every point's dataclasses to
+    hash them, ~1 ms of the submitting process's CPU per point, as long as a tenth of the
+    point's own run (BENCHMARKS.md "Sweeps on a cluster"); chunks are never resubmitted
+    equal, so the token would buy nothing."""
+    return client.get_executor(pure=False)
+
+
 @contextmanager
 def engine(option: str | None) -> Iterator[Engine]:
     """The engine for `--scheduler` (UsageError when Dask is missing or unreachable)."""
@@ -70,6 +80,6 @@ def engine(option: str | None) -> Iterator[Engine]:
         threads = sum(client.nthreads().values())
         if threads == 0:
             raise UsageError(f"--scheduler {address}: the cluster has no workers")
-        yield Engine(client.get_executor(), threads, f"{address} ({threads} worker threads)")
+        yield Engine(executor_of(client), threads, f"{address} ({threads} worker threads)")
     finally:
         client.close()
