@@ -98,7 +98,7 @@ def sweep_section(points_wanted: int) -> str:
     with (
         dask.config.set(WORKER_CONFIG),
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
         ThreadPoolExecutor(max_workers=1) as one,
