@@ -34,7 +34,10 @@ MAPPING = example_path("mapping-dynamic-shapes")
 def cluster() -> Iterator[distributed.Client]:
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"  # any free port: None still binds 8787
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # any free port: None still binds 8787
         ) as local,
         distributed.Client(local, set_as_default=False) as client,
     ):
