@@ -24,31 +24,14 @@ from pathlib import Path
 
 from benchmarks.bench_app import env
 from benchmarks.report import write_section
+from benchmarks.tuning_session import CHILD_PRELUDE
 
 COMMAND = "python -m benchmarks.bench_serving_app"
 STEPS = 8  # arrow steps per numeric knob
 
-CHILD = r"""
-import asyncio, json, sys, time
-from dataclasses import asdict
-from pathlib import Path
-from textual import events
-from packets.examples import example_path
-from packets.load import load_packet
-from workbench.app import WorkbenchApp, WorkbenchOptions
-from workbench.core.session import open_working
-from workbench.core.stall import StallMonitor
-from workbench.widgets.charts import Chart
-
-class Measured(WorkbenchApp):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.frames = []  # perf_counter() of every frame handed to the terminal
-
-    def _display(self, screen, renderable):
-        super()._display(screen, renderable)
-        if renderable is not None:
-            self.frames.append(time.perf_counter())
+CHILD = (
+    CHILD_PRELUDE
+    + r"""
 
 async def idle(app):
     while any(not w.is_finished for w in app.workers if w.name != "stall-monitor"):
@@ -104,6 +87,7 @@ async def main(drafts, steps):
 
 asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 """
+)
 
 
 def run_session(home: Path) -> dict:

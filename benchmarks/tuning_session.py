@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CHILD = r"""
+CHILD_PRELUDE = r"""
 import asyncio, json, sys, time
 from dataclasses import asdict
 from pathlib import Path
@@ -29,9 +29,6 @@ from workbench.core.session import open_working
 from workbench.core.stall import StallMonitor
 from workbench.widgets.charts import Chart
 
-TILES = ["64x128x64", "128x128x64", "128x256x64", "256x128x64", "64x256x64", "256x256x64",
-         "128x64x64", "64x64x64", "256x64x64", "128x128x32"]
-
 class Measured(WorkbenchApp):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -41,6 +38,16 @@ class Measured(WorkbenchApp):
         super()._display(screen, renderable)
         if renderable is not None:
             self.frames.append(time.perf_counter())
+"""
+"""What every scripted app session's child starts with: imports and an app that records the time
+of every frame it hands to the terminal (bench_serving_app uses it too)."""
+
+CHILD = (
+    CHILD_PRELUDE
+    + r"""
+TILES = ["64x128x64", "128x128x64", "128x256x64", "256x128x64", "64x256x64", "256x256x64",
+         "128x64x64", "64x64x64", "256x64x64", "128x128x32"]
+
 
 async def idle(app):
     while any(not w.is_finished for w in app.workers):
@@ -100,6 +107,7 @@ async def main(drafts):
 
 asyncio.run(main(sys.argv[1]))
 """
+)
 
 
 def run_tuning_session(home: Path, environ: dict[str, str]) -> dict:
