@@ -148,7 +148,8 @@ def _waves(
     last_share = np.minimum(core_bps / np.maximum(last, 1.0), port_bps)
     # Every wave waits one fill latency for its first operands (once, when persistent).
     fill = hw.fill_s() if fill_s is None else fill_s
-    fills = 1.0 if library is not None and library.schedule == "persistent" else waves
+    persistent = library is not None and library.schedule in ("persistent", "stream-k")
+    fills = 1.0 if persistent else waves
     main = np.maximum(compute_s, tile_in_bytes / full_share)
     if library is not None and library.epilogue_overlap:
         full = np.maximum(main, tile_out_bytes / full_share)
@@ -160,6 +161,78 @@ def _waves(
         tile_in_bytes + tile_out_bytes
     ) / last_share
     return time, memory > waves * arithmetic_s
+
+
+def stream_k_schedule(
+    hw: HardwareEnvelope,
+    tiles: np.ndarray,
+    k_steps: np.ndarray,
+    compute_s: np.ndarray,
+    arithmetic_s: np.ndarray,
+    tile_in_bytes: np.ndarray,
+    tile_out_bytes: np.ndarray,
+    partial_bytes: np.ndarray,
+    library: GemmLibrary,
+    fill_s,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Time (s), memory-bound flag and fix-up bytes of `tiles` tiles of `k_steps` MAC-loop
+    iterations each under a stream-K schedule (library.py "Schedules"; Osama et al., PPoPP 2023).
+
+    The tiles x k_steps iterations are cut into contiguous ranges over a persistent grid of one
+    block per unit (fewer when there are fewer iterations), as even as integers allow (the
+    first iterations % blocks ranges one iteration longer), so no unit idles in a partial last
+    wave: the kernel lasts as long as its longest range, ceil(iterations / blocks) iterations.
+    Per iteration a block runs 1/k_steps of a tile's main loop (compute or feed, or its HBM
+    operand share at the core bandwidth split over the blocks). It fills its pipeline once,
+    writes the epilogue of each tile it finishes (after its main loop unless the library
+    overlaps epilogues), and where a range boundary falls inside a tile that tile is fixed up:
+    every block holding a share of it but the one finishing it writes a full tile of fp32
+    partials (`partial_bytes`) and the finishing block waits one fill for them, then reads them
+    (at the unit's cache feed rate when all partials fit half the shared cache, else at its HBM
+    share). A tile split by b boundaries costs b partial tiles written and read back; with
+    ranges of at least one tile each tile holds at most one boundary, so the count is the split
+    tiles. The fix-up bytes are counted as HBM traffic (the workspace is written back).
+
+    tile_in_bytes / tile_out_bytes: one tile's HBM operand reads and epilogue writes.
+    fill_s: the fill of the pipeline, s (GEMMs pass `prologue_fill_s`).
+    Returns (time s, memory-bound flag, fix-up bytes written and read back).
+    """
+    units = hw.units_per_core
+    core_bps, port_bps = hw.core_hbm_bps(), hw.unit_feed_bps()
+    iterations = tiles * k_steps
+    blocks = np.minimum(iterations, units)
+    per_block = np.ceil(iterations / blocks)
+    share = np.minimum(core_bps / blocks, port_bps)
+    main = np.maximum(compute_s, tile_in_bytes / share)
+    partials = _inner_boundaries(iterations, blocks, k_steps, units)
+    # Epilogues a block writes: the tiles it finishes; with an overlapped epilogue only the
+    # last one follows the main loop.
+    finished = np.ceil(per_block / k_steps)
+    epilogues = 1.0 if library.epilogue_overlap else finished
+    body = per_block / k_steps * main + epilogues * tile_out_bytes / share
+    # The fix-up on the critical path: one partial tile written, the finishing block's wait
+    # for it (a fill) and its reads of the partials of every other block sharing the tile.
+    fixup_bytes = 2.0 * partials * partial_bytes
+    cached = fixup_bytes / 2.0 <= hw.shared_cache_mib * 2**20 / 2
+    rate = np.where(cached, port_bps, share)
+    shared_by = np.maximum(np.ceil(k_steps / per_block) - 1.0, 1.0)
+    fixup_io = np.where(partials > 0, (1.0 + shared_by) * partial_bytes / rate, 0.0)
+    time = fill_s + body + np.where(partials > 0, fill_s, 0.0) + fixup_io
+    memory = per_block / k_steps * (tile_in_bytes + tile_out_bytes) / share + fixup_io
+    return time, memory > per_block / k_steps * arithmetic_s, fixup_bytes
+
+
+def _inner_boundaries(iterations, blocks, k_steps, units: int) -> np.ndarray:
+    """How many of the stream-K range boundaries fall strictly inside a tile: with q =
+    iterations // blocks and r = iterations % blocks, block j's range ends at j q + min(j, r);
+    a boundary inside a tile is one whose position is not a multiple of k_steps."""
+    iterations, blocks, k_steps = np.broadcast_arrays(iterations, blocks, k_steps)
+    q, r = np.floor(iterations / blocks), np.mod(iterations, blocks)
+    count = np.zeros(iterations.shape)
+    for j in range(1, units):
+        end = j * q + np.minimum(j, r)
+        count += (j < blocks) & (np.mod(end, k_steps) != 0)
+    return count
 
 
 def _split_waves(
@@ -299,6 +372,16 @@ def gemm_phase(
         hw, tiles, split, compute_s, arithmetic_s, reads, out, batches * M * N, tile_reads,
         full_tiles, library, prologue_fill_s(hw, K if np.all(split == 1) else k_slice),
     )  # fmt: skip
+    if library.schedule == "stream-k":  # unsplit tiles: iterations shared out over the units
+        fill = prologue_fill_s(hw, K)
+        sk_time, sk_bound, fixup = stream_k_schedule(
+            hw, tiles, k_steps, compute_s, arithmetic_s, tile_reads, out / full_tiles,
+            tm * tn * PARTIAL_BYTES, library, fill,
+        )  # fmt: skip
+        unsplit = split == 1
+        time = np.where(unsplit, sk_time, time)
+        memory_bound = np.where(unsplit, sk_bound, memory_bound)
+        writes = np.where(unsplit, out + fixup, writes)
     time = time + library.fixed_cycles / (hw.clock_ghz * 1e9 * hw.clock_scale)
     return PhaseCost(
         time_us=time * 1e6,

@@ -14,6 +14,16 @@ Schedules:
   filled once per kernel and each tile's TMA-store epilogue overlaps the next tile's main loop
   (CUTLASS 3 / cuBLAS warp-specialized kernels on Hopper and Blackwell; shared/NOTES.md).
   Wave quantization remains (tiles are dealt round-robin).
+* `stream-k` - a persistent grid of one thread block per unit shares out the MAC-loop
+  iterations (k steps) of all tiles evenly, so no unit idles in a partial last wave; a tile
+  whose iterations straddle two blocks' ranges is finished by a fix-up: the other blocks write
+  fp32 partial accumulators and the finishing block waits for them and reduces them (Osama,
+  Merrill, Cecka, Garland and Zhang, "Stream-K: Work-centric Parallel Decomposition for Dense
+  Matrix-Matrix Multiplication on the GPU", PPoPP 2023; CUTLASS 2 sm80
+  `ThreadblockSwizzleStreamK`, include/cutlass/gemm/threadblock/threadblock_swizzle_streamk.h,
+  and CUTLASS 3 sm90 `PersistentTileSchedulerSm90StreamK`,
+  include/cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp). Costed by
+  `kernels.stream_k_schedule`.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SCHEDULES = ("waves", "persistent")
+SCHEDULES = ("waves", "persistent", "stream-k")
 """Tile schedules a descriptor can name."""
 
 
@@ -32,7 +42,7 @@ class GemmLibrary:
 
     Attributes:
         name: descriptor name (LIBRARIES key).
-        schedule: `waves` or `persistent` (module docstring).
+        schedule: `waves`, `persistent` or `stream-k` (module docstring).
         epilogue_overlap: True when a tile's epilogue overlaps the next tile's main loop.
         multicast: True when the library's kernels use thread-block clusters with operand
             multicast where the device has them (`HardwareEnvelope.cluster_size`).
@@ -71,6 +81,19 @@ LIBRARIES: dict[str, GemmLibrary] = {
         "cuBLAS 12.8 / CUTLASS 3 sm100 persistent kernels (tcgen05, 2-SM clusters, TMA "
         "multicast, overlapped epilogue): as on Hopper",
     ),
+    "cutlass-streamk-sm80": GemmLibrary(
+        "cutlass-streamk-sm80", "stream-k", False, False, 0.0,
+        "CUTLASS 2 sm80 GemmUniversal with ThreadblockSwizzleStreamK (threadblock_swizzle_"
+        "streamk.h; example 47_ampere_gemm_universal_streamk): a persistent grid of one CTA per "
+        "SM splitting all tiles' k iterations evenly, fp32 partials fixed up through a global "
+        "workspace, epilogue after the mainloop (Osama et al., PPoPP 2023)",
+    ),
+    "cutlass-streamk-sm90": GemmLibrary(
+        "cutlass-streamk-sm90", "stream-k", True, True, 0.0,
+        "CUTLASS 3 sm90 warp-specialized kernels with PersistentTileSchedulerSm90StreamK "
+        "(sm90_tile_scheduler_stream_k.hpp): stream-K over a persistent grid, TMA loads with "
+        "2x1 cluster multicast and overlapped TMA-store epilogues (Osama et al., PPoPP 2023)",
+    ),
     "hipblaslt": GemmLibrary(
         "hipblaslt", "waves", False, False, 0.0,
         "hipBLASLt on CDNA 3: one workgroup per tile, LDS double buffering, no cluster "
@@ -103,6 +126,8 @@ def default_library(hw) -> GemmLibrary:
 
 
 _METADATA_WORDS: tuple[tuple[str, str], ...] = (
+    ("stream-k", "cutlass-streamk"),
+    ("streamk", "cutlass-streamk"),
     ("cutlass 2", "cublas-ampere"),
     ("hipblaslt", "hipblaslt"),
     ("rocm", "hipblaslt"),
@@ -110,16 +135,24 @@ _METADATA_WORDS: tuple[tuple[str, str], ...] = (
 )
 """Substrings of a packet's compiler/runtime metadata that name a library whatever the device
 (lower case, first match wins); TensorRT-LLM, PyTorch, vLLM and cuBLAS take the device's
-default (they call cuBLAS/CUTLASS for the architecture they run on)."""
+default (they call cuBLAS/CUTLASS for the architecture they run on). "stream-k"/"streamk"
+names CUTLASS's stream-K kernels: the sm90 ones on Hopper and Blackwell, the sm80 ones on
+other NVIDIA GPUs (none elsewhere)."""
 
 
 def library_for_metadata(hw, compiler: str, runtime: str) -> str:
     """The descriptor name a packet's compiler/runtime metadata selects on `hw` ("" = the
     architecture default). XLA selects its TPU descriptor only on a TPU (on GPUs it calls
-    cuBLAS/Triton, the default); ROCm names select hipBLASLt only on CDNA 3."""
+    cuBLAS/Triton, the default); ROCm names select hipBLASLt only on CDNA 3; stream-K names
+    select CUTLASS's stream-K kernels for the GPU's generation (sm90 on Hopper and Blackwell,
+    sm80 on Ampere)."""
     text = f"{compiler} {runtime}".lower()
     for word, name in _METADATA_WORDS:
         if word in text:
+            if name == "cutlass-streamk":
+                if hw.architecture in ("hopper", "blackwell"):
+                    return "cutlass-streamk-sm90"
+                return "cutlass-streamk-sm80" if hw.architecture == "ampere" else ""
             if name == "xla-tpu" and hw.architecture != "tpu":
                 return ""
             if name == "hipblaslt" and hw.architecture != "cdna3":
