@@ -3,6 +3,8 @@ no wave-quantization step, equal to waves where tiles fill whole waves, fix-up b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -13,6 +15,9 @@ from model.compiler.hardware import preset
 from model.compiler.kernels import PARTIAL_BYTES, gemm_phase, prologue_fill_s
 from model.compiler.library import LIBRARIES, library_for_metadata
 from model.compiler.measured import load_measured
+from packets.examples import example_path
+from packets.load import load_packet
+from triage.scenario import build_scenario
 
 A100 = preset("a100-sxm")
 STREAM_K = A100.with_overrides(gemm_library="cutlass-streamk-sm80")
@@ -104,3 +109,17 @@ def test_calibration_scores_stream_k_and_chooses_it_only_where_the_data_does() -
     cal = calibrate(frame.with_columns(latency_us=pl.Series(generated)), A100)
     assert cal.choice["chosen"] == "cutlass-streamk-sm80"
     assert cal.choice["loss"]["cutlass-streamk-sm80"] < cal.choice["loss"]["cublas-ampere"]
+
+
+def test_a_packet_naming_stream_k_costs_hopper_with_cutlass_stream_k(tmp_path: Path) -> None:
+    text = example_path("mapping-dynamic-shapes").read_text()
+    old = "compiler: xla 2026.10.2 (openxla@5f1c2e)"
+    assert old in text
+    path = tmp_path / "packet.yaml"
+    path.write_text(text.replace(old, "compiler: CUTLASS 3.5 stream-K"))
+    default = build_scenario(load_packet(example_path("mapping-dynamic-shapes")))
+    stream_k = build_scenario(load_packet(path))
+    assert stream_k.hardware.name == "h100-sxm"
+    assert stream_k.hardware.library().name == "cutlass-streamk-sm90"
+    # the same plan and shapes costed with another schedule: some GEMM times differ
+    assert (stream_k.service_table.compute_bound_ms != default.service_table.compute_bound_ms).any()
