@@ -21,7 +21,7 @@ from benchmarks.report import write_section
 from model.compiler.accuracy import accuracy_report, fastest_possible_us, predict_kernels
 from model.compiler.autotune import best_gemm
 from model.compiler.blocks import BlockSpec
-from model.compiler.calibration import regime_report, transfer
+from model.compiler.calibration import calibrate, regime_report, transfer
 from model.compiler.hardware import preset
 from model.compiler.library import trtllm_packs_query_heads
 from model.compiler.measured import load_measured
@@ -221,6 +221,26 @@ def regime_section() -> str:
     return "\n".join(lines)
 
 
+def schedule_section() -> str:
+    """Markdown table: the schedule choice of `calibrate` on the A100 GEMM tables (training loss
+    of the fitted envelope with each candidate GEMM library, stream-K included)."""
+    a100 = preset("a100-sxm")
+    tables = (
+        ("TRT-LLM GEMMs", load_measured("gemm")),
+        ("Vidur layer-op GEMMs", load_measured("layer_ops").filter(pl.col("op") == "gemm")),
+    )
+    choices = [(label, calibrate(frame, a100).choice) for label, frame in tables]
+    names = list(choices[0][1]["loss"])
+    lines = [
+        "| table | " + " | ".join(f"`{n}` loss" for n in names) + " | chosen |",
+        "|---|" + "---:|" * len(names) + "---|",
+    ]
+    for label, choice in choices:
+        cells = " | ".join(f"{choice['loss'][n]:.4f}" for n in names)
+        lines.append(f"| {label} | {cells} | `{choice['chosen']}` |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     write_section(
         "compile-transfer", "Compile-plan model: calibration transfer on the A100 data",
@@ -242,6 +262,10 @@ def main() -> None:
     write_section(
         "compile-regimes", "Compile-plan model: signed error per regime (A100)", COMMAND,
         regime_section(),
+    )  # fmt: skip
+    write_section(
+        "compile-schedules", "Compile-plan model: GEMM schedule choice on the A100 data", COMMAND,
+        schedule_section(),
     )  # fmt: skip
 
 
