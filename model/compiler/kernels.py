@@ -11,8 +11,10 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
   count, `HardwareEnvelope.fill_s`; a GEMM whose k loop is shorter than the pipeline primes
   fewer stages and waits one round trip plus that share of it, `prologue_fill_s`); the
   epilogue (writing the output tile) follows the main loop unoverlapped. A GEMM library with a persistent schedule fills once per kernel and
-  overlaps epilogues (`library.GemmLibrary`); with cluster multicast the tiles of a cluster
-  share their B-panel loads.
+  overlaps epilogues (`library.GemmLibrary`); a stream-K one shares the k iterations of all
+  tiles evenly over a persistent grid and fixes up split tiles through fp32 partials
+  (`stream_k_schedule`); with cluster multicast the tiles of a cluster share their B-panel
+  loads.
   A unit's HBM share is the core's achievable bandwidth divided by the active units, capped by
   the unit's own port (so one busy unit cannot pull the whole HBM).
 * HBM traffic with reuse: the tiles of one wave share operand panels through the shared cache
