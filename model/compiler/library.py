@@ -137,7 +137,7 @@ _METADATA_WORDS: tuple[tuple[str, str], ...] = (
 (lower case, first match wins); TensorRT-LLM, PyTorch, vLLM and cuBLAS take the device's
 default (they call cuBLAS/CUTLASS for the architecture they run on). "stream-k"/"streamk"
 names CUTLASS's stream-K kernels: the sm90 ones on Hopper and Blackwell, the sm80 ones on
-other NVIDIA GPUs (none elsewhere)."""
+Ampere (none elsewhere)."""
 
 
 def library_for_metadata(hw, compiler: str, runtime: str) -> str:
