@@ -253,7 +253,9 @@ def class_scores(group: dict[str, float], drops_ms: dict[str, float]) -> dict[st
     Shapley drop beyond it (the queueing they caused); core imbalance and mapping fallback:
     their drop (no part of their own). The excesses and those drops come out of queueing, so
     queueing/capacity keeps the waiting no driver explains; compute-bound iteration is the
-    requests' own prefill and decode at the plan's speed.
+    requests' own prefill and decode at the plan's speed, less the part of the fallback drop
+    that queueing cannot hold (the generic path's slower prefill is in the requests' own
+    prefill time).
     """
     total = group["latency_ms"]
     if total <= 0:
@@ -263,13 +265,16 @@ def class_scores(group: dict[str, float], drops_ms: dict[str, float]) -> dict[st
     for d in DRIVERS:
         own = share[OWN_PART[d]] if d in OWN_PART else 0.0
         effect[d] = max(0.0, drops_ms.get(d, 0.0) / total - own)
+    beyond_queueing = max(0.0, sum(effect.values()) - share["queueing"])
     return {
         "queueing/capacity": max(0.0, share["queueing"] - sum(effect.values())),
         "prefill interference": share["prefill_interference"] + effect["prefill_interference"],
         "KV-cache pressure": share["preemption"] + effect["preemption"],
         "core imbalance": effect["imbalance"],
         "mapping fallback": effect["fallback"],
-        "compute-bound iteration": share["prefill"] + share["decode"],
+        "compute-bound iteration": max(
+            0.0, share["prefill"] + share["decode"] - min(beyond_queueing, effect["fallback"])
+        ),
     }
 
 
@@ -329,6 +334,7 @@ def classify_serving(
         elif name == "KV-cache pressure":
             evidence["preemptions"] = int(r.preemptions[m].sum())
             evidence["preempted_requests"] = int((r.preemptions[m] > 0).sum())
+            evidence["kv_limit_hits"] = int(result.kv_limited)
         elif name == "core imbalance":
             evidence["engine_utilization_min"] = round(float(np.min(utilization)), 4)
             evidence["engine_utilization_max"] = round(float(np.max(utilization)), 4)
