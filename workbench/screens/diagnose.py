@@ -107,7 +107,7 @@ def serving_attribution_text(run: ServingRun) -> Text:
         return text
     drivers, runs = len(counterfactual["drivers"]), counterfactual["runs"]
     text.append("p99 drop if switched off", style="bold")
-    text.append(f" (Shapley, {drivers} drivers, {runs} re-runs; the rest: queueing)\n")
+    text.append(f" · Shapley, {drivers} drivers, {runs} re-runs\n")
     for line in attribution_lines(run.summary):
         drops = " · ".join(f"{name} {ms(drop)}" for name, drop in line.drops_ms)
         text.append(f"{line.label:<8}", style="bold")
