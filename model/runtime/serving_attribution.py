@@ -58,6 +58,11 @@ DRIVER_OF = {
     "core imbalance": "imbalance",
     "mapping fallback": "fallback",
 }
+CONCURRENT_MAX_REQUESTS = 250_000
+"""Above this many requests the re-runs go one at a time: each one in flight holds a whole
+serving result (~130 bytes per request plus 48 per iteration: model/runtime/README.md
+"Memory"), so a run near the 1,000,000-request serving cap keeps about two results alive, not
+three."""
 OWN_PART = {"prefill_interference": "prefill_interference", "preemption": "preemption"}
 """The composition part a driver's switch-off removes directly (imbalance and fallback have none:
 their whole effect shows as waiting or slower iterations)."""
@@ -179,11 +184,14 @@ def counterfactual_runs(
 
     Level by level (subsets of one driver, then two, ...): a subset whose run is provably the
     run of a smaller subset (the extra driver did not act there) reuses it; the others run on
-    a pool of `workers` threads (the kernel releases the GIL). `map` returns in subset order
+    a pool of `workers` threads (the kernel releases the GIL; one above CONCURRENT_MAX_REQUESTS
+    requests). `map` returns in subset order
     and reused runs are bit-identical, so the outcome does not depend on the pool.
     """
     done = {frozenset(): Outcome(tails(result), acted(result, table, frozenset()))}
     runs = 0
+    if len(result.stream.arrival_ms) > CONCURRENT_MAX_REQUESTS:
+        workers = 1
 
     def run(off: frozenset[str]) -> Outcome:
         tab = table
