@@ -17,6 +17,7 @@ from model.compiler.hardware import preset
 from model.runtime.inputs import ServiceSpec
 from model.runtime.serving import ContinuousPolicy, simulate_serving
 from model.runtime.serving_attribution import (
+    CLASSES,
     DRIVERS,
     METRICS,
     active_drivers,
@@ -344,3 +345,26 @@ def test_workbench_run_of_the_serving_example_attributes_its_tail(capsys) -> Non
     text = capsys.readouterr().out
     assert "tail drivers" in text and f"bottleneck    {cls['primary']['class']}" in text
     assert text.index("TPOT") < text.index("tail drivers") < text.index("bottleneck")
+
+
+def test_triage_serving_report_carries_the_class_only_when_asked() -> None:
+    """`run_packet` (workbench run) attributes a serving run; the app's plain serving run
+    (Baseline, Tune) does not, and is otherwise the same summary."""
+    from packets.examples import example_path
+    from packets.load import load_packet
+    from triage.runs import run_packet, run_serving_scenario
+    from triage.scenario import build_scenario
+
+    loaded = load_packet(example_path("llm-serving-continuous"))
+    report = run_packet(loaded, "chunked-prefill-768", requests=1000)
+    assert report.classification is report.summary["classification"]
+    assert report.counterfactual is report.summary["tail_attribution_ms"]["counterfactual"]
+    assert report.classification["primary"]["class"] in CLASSES
+    scenario = build_scenario(loaded, "chunked-prefill-768", requests=1000)
+    plain = run_serving_scenario(scenario, loaded.name)
+    assert plain.classification is None and plain.counterfactual is None
+    stripped = {k: v for k, v in report.summary.items() if k != "classification"}
+    stripped["tail_attribution_ms"] = {
+        k: v for k, v in stripped["tail_attribution_ms"].items() if k != "counterfactual"
+    }
+    assert stripped == plain.summary
