@@ -41,7 +41,7 @@ METRICS = ("latency", "ttft", "tpot")
 OFF_MEANS = {
     "prefill_interference": "iterations with decode steps priced without their prefill tokens",
     "preemption": "an unbounded KV cache (no preemption, no admission waiting for KV memory)",
-    "fallback": "every prefill chunk on a compiled bucket (the generic path's compiled)",
+    "fallback": "every prefill chunk on a compiled bucket (generic-path chunks compiled)",
     "imbalance": "one shared queue every engine admits from (central-queue)",
 }
 CLASSES = (
