@@ -12,10 +12,12 @@ import time
 
 from benchmarks.report import write_section
 from model.runtime.serving import generate_serving_requests, simulate_serving
+from model.runtime.serving_attribution import active_drivers, with_attribution
 from model.runtime.serving_summary import serving_summary
 from packets.examples import example_path
 from packets.load import load_packet
 from triage.scenario import build_scenario
+from triage.serving_scenario import all_compiled_iteration_table
 
 COMMAND = "python -m benchmarks.bench_serving"
 EXAMPLE = "llm-serving-continuous"
@@ -38,6 +40,9 @@ def main() -> None:
         f"The shipped `{EXAMPLE}` packet (20,000 requests, Llama-3-8B-class on h100-sxm, iteration",
         "times from the compile-plan model's iteration table). The simulation is the scheduler",
         "loop on a drawn request stream; the table build and the summary are timed apart.",
+        "Attribution: the Shapley tail attribution and class on top of the summary (the",
+        "counterfactual re-runs on 2 threads, plus the all-compiled table when fallback can act),",
+        "what `workbench run` adds to a serving run.",
         "",
         "| case | figure | target |",
         "|---|---|---|",
@@ -51,13 +56,28 @@ def main() -> None:
         result = simulate_serving(config, table, stream)  # numba load, off the clock
         sim = timed(lambda c=config, t=table, s=stream: simulate_serving(c, t, s), 7)
         summary = timed(lambda r=result: serving_summary(r), 3)
+        plain = serving_summary(result, table)
+        fallback = "fallback" in active_drivers(result, table)
+
+        def attributed(r=result, t=table, s=plain, c=candidate, f=fallback):
+            every = None
+            if f:
+                sc = build_scenario(loaded, c)
+                every = all_compiled_iteration_table(sc.config, sc.serving, sc.hardware, sc.block)
+            return with_attribution(s, r, t, every)
+
+        full = attributed()
+        attribution = timed(attributed, 3)
+        cf = full["tail_attribution_ms"]["counterfactual"]
         lines.append(
             f"| {candidate or 'baseline'}: {len(stream.arrival_ms):,} requests, "
             f"{len(result.iterations.start_ms):,} iterations, "
             f"{int(result.requests.preemptions.sum()):,} preemptions | simulate median "
             f"{statistics.median(sim):.0f} ms (max {max(sim):.0f}, 7 runs); iteration table "
-            f"{statistics.median(build):.0f} ms; summary {statistics.median(summary):.0f} ms "
-            f"| simulate <= 1 s |"
+            f"{statistics.median(build):.0f} ms; summary {statistics.median(summary):.0f} ms; "
+            f"attribution {statistics.median(attribution):.0f} ms (max {max(attribution):.0f}, "
+            f"3 runs; {cf['runs']} re-runs of {cf['subsets']} subsets, drivers "
+            f"{', '.join(cf['drivers']) or 'none'}) | simulate <= 1 s; attribution <= 2 s |"
         )
     scenario = build_scenario(loaded)
     small = dataclasses.replace(

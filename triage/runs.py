@@ -29,6 +29,16 @@ class ServingReport:
     summary: dict
     result: ServingResult
 
+    @property
+    def classification(self) -> dict | None:
+        """The serving bottleneck class with its evidence (None: run without attribution)."""
+        return self.summary.get("classification")
+
+    @property
+    def counterfactual(self) -> dict | None:
+        """The Shapley tail attribution over the serving drivers (None: run without it)."""
+        return self.summary["tail_attribution_ms"].get("counterfactual")
+
 
 def reproduce_command(path: str, scenario: Scenario) -> str:
     """The exact command line that reproduces a scenario's run."""
@@ -66,12 +76,28 @@ def run_scenario(scenario: Scenario, path: str) -> RunReport:
     return summarize_scenario(scenario, path, simulate_scenario(scenario))
 
 
-def run_serving_scenario(scenario: Scenario, path: str) -> ServingReport:
-    """Run a serving scenario's continuous scheduler (triage/serving_scenario.py)."""
-    from triage.serving_scenario import run_serving
+def run_serving_scenario(
+    scenario: Scenario, path: str, *, attribution: bool = False
+) -> ServingReport:
+    """Run a serving scenario's continuous scheduler (triage/serving_scenario.py). attribution:
+    add the Shapley tail attribution and the bottleneck class (2^k kernel re-runs for k active
+    drivers, at most 16; `workbench run` and Diagnose); without, the composition only (what
+    the Baseline and Tune steps show on every edit)."""
+    from triage.serving_scenario import all_compiled_iteration_table, run_serving
 
     command = reproduce_command(path, scenario)
-    summary, result = run_serving(scenario.serving, scenario.iteration_table, command)
+
+    def all_compiled():
+        return all_compiled_iteration_table(
+            scenario.config, scenario.serving, scenario.hardware, scenario.block
+        )
+
+    summary, result = run_serving(
+        scenario.serving,
+        scenario.iteration_table,
+        command,
+        all_compiled=all_compiled if attribution else None,
+    )
     head = {"packet": scenario.packet.id, "candidate": scenario.candidate}
     return ServingReport(summary={**head, **summary}, result=result)
 
@@ -84,8 +110,8 @@ def run_packet(
     requests: int | None = None,
 ) -> RunReport | ServingReport:
     """Build and run one configuration of a loaded packet (serving packets: the continuous
-    scheduler; `workbench run`)."""
+    scheduler with its tail attribution and bottleneck class; `workbench run`)."""
     scenario = build_scenario(loaded, candidate, seed=seed, requests=requests)
     if scenario.is_serving:
-        return run_serving_scenario(scenario, loaded.name)
+        return run_serving_scenario(scenario, loaded.name, attribution=True)
     return run_scenario(scenario, loaded.name)

@@ -9,6 +9,7 @@ per-step views (worksheet, sweeps) keep working on a decode step of the same blo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import HardwareEnvelope
@@ -97,12 +98,49 @@ def iteration_table(
     )
 
 
+def all_compiled_iteration_table(
+    config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
+) -> IterationTable | None:
+    """The same plan with every prefill chunk on a compiled bucket (the fallback
+    counterfactual, model/runtime/serving_attribution.py); None when pinned."""
+    from model.runtime.serving_attribution import all_compiled_shapes
+
+    if isinstance(config.service, DistributionService):
+        return None
+    policy = serving.policy
+    biggest = max(policy.max_num_batched_tokens, serving.longest_sequence)
+    return build_iteration_table(
+        block,
+        hardware,
+        fusion_spec(config),
+        tile_spec(config),
+        max_num_seqs=policy.max_num_seqs,
+        max_tokens=policy.max_num_batched_tokens,
+        longest_sequence=serving.longest_sequence,
+        compiled_shapes=all_compiled_shapes(list(config.compiled_shapes.seq_len), biggest),
+        dispatch_us=config.fallback.dispatch_overhead_us,
+    )
+
+
 def run_serving(
-    serving: ServingConfig, table: IterationTable | None, command: str
+    serving: ServingConfig,
+    table: IterationTable | None,
+    command: str,
+    *,
+    all_compiled: Callable[[], IterationTable | None] | None = None,
 ) -> tuple[dict, ServingResult]:
-    """Simulate and summarize (the summary without `packet` and `candidate`)."""
+    """Simulate and summarize (the summary without `packet` and `candidate`). With
+    `all_compiled` (a builder of the all-compiled iteration table, called only when the
+    fallback counterfactual needs it) the summary carries the Shapley tail attribution and the
+    bottleneck class (model/runtime/serving_attribution.py); without, the composition only."""
+    from model.runtime.serving_attribution import active_drivers, with_attribution
+
     result = simulate_serving(serving, table)
-    return serving_summary(result, table, command=command), result
+    summary = serving_summary(result, table, command=command)
+    if all_compiled is None:
+        return summary, result
+    needed = "fallback" in active_drivers(result, table)
+    return with_attribution(summary, result, table, all_compiled() if needed else None), result
 
 
 def with_requests(serving: ServingConfig, requests: int) -> ServingConfig:

@@ -308,13 +308,16 @@ class IterationTrace:
 
 @dataclass(frozen=True)
 class ServingResult:
-    """A serving run: config, stream, per-request and per-iteration traces, measured mask."""
+    """A serving run: config, stream, per-request and per-iteration traces, measured mask, and
+    `kv_limited`: how many times the KV-cache limit refused an admission or forced a preemption
+    (0: the run is the same with an unbounded cache)."""
 
     config: ServingConfig
     stream: ServingStream
     requests: ServingTrace
     iterations: IterationTrace
     measured: np.ndarray
+    kv_limited: int = 0
 
 
 def _table_arrays(table: IterationTable | None, config: ServingConfig):
@@ -347,10 +350,13 @@ def simulate_serving(
     stream: ServingStream | None = None,
     *,
     request_level: bool = False,
+    decode_alone: bool = False,
 ) -> ServingResult:
     """Run the continuous scheduler. table: required for `service.source: model`.
     request_level: admit requests only into an empty engine (request-level batching, the
-    baseline continuous batching is judged against; same iteration costs)."""
+    baseline continuous batching is judged against; same iteration costs). decode_alone: price
+    every iteration with decode steps without its prefill tokens (the prefill-interference
+    counterfactual of model/runtime/serving_attribution.py)."""
     pinned = config.service.source == "distribution"
     _require(pinned or table is not None, "service.source model needs an iteration table")
     stream = stream or generate_serving_requests(config)
@@ -368,10 +374,11 @@ def simulate_serving(
         bool(request_level),
         np.int64(kv if kv is not None else np.iinfo(np.int64).max // 4),
         pinned,
+        bool(decode_alone),
         stream.iteration_draws_ms if pinned else np.zeros(1),
         *_table_arrays(None if pinned else table, config),
     )
-    first, finish, preempted, engine, scheduled, interference, lost, lost_first, *its = out
+    first, finish, preempted, engine, scheduled, interference, lost, lost_first, *its, kv = out
     if not np.all(np.isfinite(finish)):  # the checks make this unreachable; never half-report
         raise RuntimeError("the serving scheduler stopped with requests unfinished")
     n = len(stream.arrival_ms)
@@ -394,4 +401,5 @@ def simulate_serving(
         ),
         iterations=IterationTrace(*its),
         measured=measured,
+        kv_limited=int(kv),
     )

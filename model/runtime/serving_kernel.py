@@ -41,6 +41,7 @@ def serving_kernel(
     request_level,
     kv_capacity,
     pinned,
+    decode_alone,
     draws,
     m_edges,
     lin_ms,
@@ -53,11 +54,14 @@ def serving_kernel(
 
     Requests (N,) sorted by arrival: arrival ms, prompt and output lengths (tokens), route (the
     engine for round-robin/random). request_level: admit only into an empty engine (the batch
-    runs until its last sequence ends: request-level batching, for comparison). kv_capacity: KV-cache tokens per engine. pinned: iteration
+    runs until its last sequence ends: request-level batching, for comparison). kv_capacity: KV-cache tokens per engine. decode_alone: an iteration with
+    decode steps is priced as if it had no prefill tokens (the prefill-interference
+    counterfactual, model/runtime/serving_attribution.py). pinned: iteration
     i takes draws[i % len(draws)] ms; else the table: lin_ms[m bucket of decode + prefill
     tokens] + dec_attn_ms[decode seqs, kv bucket of their mean KV length] + pre_attn_ms[prefill
-    token bucket]. Returns per-request first-token and finish times, preemption counts and
-    per-iteration arrays (start, end, engine, decode seqs, prefill tokens, KV tokens held).
+    token bucket]. Returns per-request first-token and finish times, preemption counts,
+    per-iteration arrays (start, end, engine, decode seqs, prefill tokens, KV tokens held) and
+    the number of times the KV-cache limit refused an admission or forced a preemption.
     """
     n = len(arrival)
     first = np.full(n, np.nan)
@@ -91,6 +95,7 @@ def serving_kernel(
     it_decode = np.empty(cap_it, np.int64)
     it_prefill = np.empty(cap_it, np.int64)
     it_kv = np.empty(cap_it, np.int64)
+    kv_limited = 0  # times the KV limit refused an admission or forced a preemption
     k = 0
     nxt = 0
     done = 0
@@ -131,6 +136,8 @@ def serving_kernel(
             take = min(need, budget) if chunked else need
             if take > budget:
                 break
+            if take > free:
+                kv_limited += 1
             while take > free:  # preempt the newest running sequence (recompute later)
                 last = n_running[e] - 1
                 v = running[e, last]
@@ -169,6 +176,7 @@ def serving_kernel(
                 if take > budget and not (not chunked and ns == 0):
                     break
                 if take > free:
+                    kv_limited += 1
                     break
                 head[q] = (head[q] + 1) % cap
                 size[q] -= 1
@@ -207,6 +215,8 @@ def serving_kernel(
             dt_decode_only = lin_ms[_bucket(m_edges, max(n_dec, 1))] + attn
             if pre > 0:
                 dt += pre_attn_ms[_bucket(p_edges, pre)]
+            if decode_alone and n_dec > 0:
+                dt = dt_decode_only
         end = t + dt
         # apply: KV grows by the tokens computed; a sequence that caught up emits a token
         for s in range(ns):
@@ -269,4 +279,5 @@ def serving_kernel(
         it_decode[:k].copy(),
         it_prefill[:k].copy(),
         it_kv[:k].copy(),
+        kv_limited,
     )

@@ -48,9 +48,47 @@ def serving_text(summary: dict[str, Any]) -> str:
             for k, v in summary["tail_attribution_ms"]["slowest_1pct"].items()
             if k not in ("requests", "latency_ms")
         ),
-        f"reproduce     {summary['command']}",
     ]
+    lines += serving_diagnosis_lines(summary)
+    lines.append(f"reproduce     {summary['command']}")
     return "\n".join(printable(line) for line in lines)  # names and commands come from packets
+
+
+SERVING_METRICS = (("latency", "latency"), ("ttft", "TTFT"), ("tpot", "TPOT"))
+
+
+def serving_diagnosis_lines(summary: dict[str, Any]) -> list[str]:
+    """The Shapley p99 drop of each active serving driver (latency, TTFT, TPOT) and the
+    bottleneck class; nothing for a summary without attribution."""
+    counterfactual = summary["tail_attribution_ms"].get("counterfactual")
+    cls = summary.get("classification")
+    if counterfactual is None or cls is None:
+        return []
+    drivers = counterfactual["drivers"]
+    lines = [
+        "",
+        f"tail drivers  p99 drop if switched off (Shapley over {len(drivers)} drivers, "
+        f"{counterfactual['runs']} re-runs)",
+    ]
+    for key, label in SERVING_METRICS:
+        block = counterfactual[key]
+        if block is None:
+            continue
+        drops = ", ".join(f"{d} {_ms(block['p99_drop_if_off_ms'][d])}" for d in drivers)
+        lines.append(
+            f"  {label:<11} p99 {_ms(block['p99_ms'])}, all off {_ms(block['p99_all_off_ms'])}: "
+            f"{drops or 'no driver can act'}"
+        )
+    primary = cls["primary"]
+    lines.append(
+        f"bottleneck    {primary['class']}  ({primary['metric']} = {primary['value']}; "
+        f"{primary['threshold']})"
+    )
+    for secondary in cls["secondary"]:
+        lines.append(
+            f"              also {secondary['class']} ({secondary['metric']} = {secondary['value']})"
+        )
+    return lines
 
 
 def run_text(summary: dict[str, Any]) -> str:

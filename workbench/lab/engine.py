@@ -465,11 +465,13 @@ def is_serving(subject: Subject) -> bool:
     return subject.config.batch_policy.scheduler == "continuous"
 
 
-def compute_serving_run(subject: Subject) -> ServingRun:
-    """Run a serving subject's continuous scheduler (the run `workbench run` shows)."""
+def compute_serving_run(subject: Subject, *, attribution: bool = False) -> ServingRun:
+    """Run a serving subject's continuous scheduler (the run `workbench run` shows; with
+    `attribution`, its Shapley tail attribution and bottleneck class too, as Diagnose shows)."""
     from triage.runs import run_serving_scenario
 
-    summary = run_serving_scenario(subject.scenario, subject.loaded.name).summary
+    scenario, name = subject.scenario, subject.loaded.name
+    summary = run_serving_scenario(scenario, name, attribution=attribution).summary
     kv = summary["kv_cache"]
     t_ms = np.asarray(kv["timeline"]["t_ms"], dtype=np.float64)
     return ServingRun(
@@ -554,6 +556,7 @@ class Lab:
         self._curves = _Cache(entries)
         self._sheets = _Cache(entries)
         self._serving = _Cache(entries)
+        self._diagnoses = _Cache(entries)
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self.model_runs = 0
@@ -609,6 +612,26 @@ class Lab:
                 with self._lock:
                     self.model_runs += 1
                 self._serving.put(subject.key, found)
+        return found
+
+    def cached_serving_diagnosis(self, subject: Subject) -> ServingRun | None:
+        """The attributed serving run of `subject` if computed already (never computes)."""
+        return self._diagnoses.get(subject.key)
+
+    def serving_diagnosis(self, subject: Subject) -> ServingRun:
+        """The serving run of `subject` with its tail attribution and bottleneck class (the
+        counterfactual re-runs: Diagnose only, not every Tune edit), computed on first request
+        (blocking: call from a worker) and cached by its inputs."""
+        found = self._diagnoses.get(subject.key)
+        if found is not None:
+            return found
+        with self._key_lock(f"diagnosis:{subject.key}"):
+            found = self._diagnoses.get(subject.key)
+            if found is None:
+                found = compute_serving_run(subject, attribution=True)
+                with self._lock:
+                    self.model_runs += 1
+                self._diagnoses.put(subject.key, found)
         return found
 
     def _key_lock(self, key: str) -> threading.Lock:
