@@ -25,7 +25,9 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
 * Operands that fit half the shared cache are read from HBM once; `shared_cache_mib` is the
   core's share of it (`HardwareEnvelope.with_busy_cores`).
 * Elementwise phases stream their bytes at the core's achievable bandwidth or run at vector
-  throughput, whichever is slower.
+  throughput, whichever is slower. In a measurement that runs a layer's kernels in sequence an
+  input just written by an elementwise kernel may be read from the shared cache, and the
+  write-back cache keeps the last writes of a kernel dirty for later kernels to write back.
 
 All functions are vectorized: `m` etc. are (P,) arrays over points, candidates are (C, k) arrays;
 results are (P, C) arrays (or (P, 1) with `per_point` tiles). Times are microseconds, traffic
@@ -53,7 +55,8 @@ PARTIAL_BYTES = 4.0
 CACHE_HIT_SPEEDUP = 1.5
 """How much sooner a shared-cache hit returns than an HBM access: pointer-chase microbenchmarks
 put A100's L2-vs-DRAM latency ratio at 1.5-2x; 1.5 fits the warm-cache layer-op rows best. Used
-only for warm-cache streams (measurements that replay the same tensors)."""
+only for inputs found in the cache (`elementwise_phase(warm_cache=...)`: a measurement running a
+layer's kernels in sequence, the input written by the elementwise kernel before)."""
 
 
 @dataclass(frozen=True)
