@@ -482,8 +482,8 @@ def elementwise_phase(
     standalone: bool,
     dependent_passes: int = 1,
     inflight_bytes_per_unit: float = np.inf,
-    warm_cache=False,
-    write_back=False,
+    warm_cache: bool | np.ndarray = False,
+    write_back: bool | np.ndarray = False,
 ) -> PhaseCost:
     """Cost of a streaming elementwise op: bytes at the achievable rate or FLOPs at vector rate.
 
@@ -514,8 +514,10 @@ def elementwise_phase(
     # Little's law: bytes in flight / latency; a cache hit returns sooner.
     latency = np.where(hit, fill / CACHE_HIT_SPEEDUP, fill)
     inflight_s = total * latency / (hw.units_per_core * inflight_bytes_per_unit)
-    deferred = np.where(write_back, deferred_write_bytes(hw, reads, writes), 0.0)
-    hbm = np.where(hit, 0.0, reads) + (writes - deferred)
+    paid = writes
+    if np.any(write_back):
+        paid = writes - np.where(write_back, deferred_write_bytes(hw, reads, writes), 0.0)
+    hbm = np.where(hit, 0.0, reads) + paid if np.any(hit) else reads + paid
     memory_s = np.maximum.reduce(
         [
             total / (hw.unit_feed_bps() * hw.units_per_core),
