@@ -59,7 +59,8 @@ def reads_resident_input(kind: str) -> bool:
     """Whether an elementwise op of `kind` finds its input in the shared cache when a layer's
     kernels run in sequence: in a llama block (`blocks.LLAMA_OPS`, the first op after the previous
     layer's last) it runs right after an elementwise op, never after a GEMM. rmsnorm follows a
-    residual add, whose traffic is its three tensors; rope follows qkv_proj, silu_mul gate_up_proj,
+    residual add, whose traffic is its three tensors (in Vidur's loop the first norm follows the
+    embedding gather, also elementwise); rope follows qkv_proj, silu_mul gate_up_proj,
     the residual adds out_proj and down_proj (their other input was written before those GEMMs):
     a GEMM streams its weights through the cache after its first output tiles (hidden x n x 2 B,
     12.6 MB for Llama-2-7B's QKV at tp 8, 180 MB for its gate/up at tp 1), which evicts them
