@@ -18,8 +18,10 @@ What a measured row contains is a property of how it was measured, stated here o
   MHA, one (request, head) per thread block.
 * Elementwise rows time simple hand-written kernels (`ELEMENTWISE_KERNELS`): their bytes per
   element, dependent passes and the bytes one unit keeps in flight describe that software.
-* Rows whose source replays the same tensors (`WARM_CACHE_SOURCES`) find operands that fit half
-  the shared cache already there.
+* Rows whose source runs a layer's kernels in sequence (`WARM_CACHE_SOURCES`) find an input in
+  the shared cache when the kernel before wrote it and did not stream a GEMM's weights
+  (`reads_resident_input`), and leave their last writes dirty in it for later kernels to write
+  back (`kernels.deferred_write_bytes`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import numpy as np
 import polars as pl
 
 from model.compiler.autotune import best_attention, best_gemm
+from model.compiler.blocks import LLAMA_OPS
+from model.compiler.blocks import OPS as BLOCK_OPS
 from model.compiler.hardware import DTYPE_BYTES, HardwareEnvelope
 from model.compiler.kernels import elementwise_phase
 from model.compiler.library import (
@@ -44,7 +48,26 @@ OPS = ("gemm", "attention_prefill", "attention_decode", "elementwise")
 """Values of the `op` column the predictor understands."""
 
 WARM_CACHE_SOURCES = ("vidur",)
-"""Substrings of `source` naming measurements that replay the same tensors (no cache flush)."""
+"""Substrings of `source` naming measurements that run a layer's kernels in sequence with no cache
+flush between them: Vidur's profiler times each op inside the decoder block's forward pass
+(microsoft/vidur, vidur/profiling/mlp/mlp_impl.py: embedding, norm, QKV projection, RoPE, output
+projection, residual add, norm, gate/up projection, SiLU-multiply, down projection, add, repeated
+20 times), so an op's input is the output of the kernel launched just before it."""
+
+
+def reads_resident_input(kind: str) -> bool:
+    """Whether an elementwise op of `kind` finds its input in the shared cache when a layer's
+    kernels run in sequence: in a llama block (`blocks.LLAMA_OPS`, the first op after the previous
+    layer's last) it runs right after an elementwise op, never after a GEMM. rmsnorm follows a
+    residual add, whose traffic is its three tensors (in Vidur's loop the first norm follows the
+    embedding gather, also elementwise); rope follows qkv_proj, silu_mul gate_up_proj,
+    the residual adds out_proj and down_proj (their other input was written before those GEMMs):
+    a GEMM streams its weights through the cache after its first output tiles (hidden x n x 2 B,
+    12.6 MB for Llama-2-7B's QKV at tp 8, 180 MB for its gate/up at tp 1), which evicts them
+    from an LRU cache holding 20 MB."""
+    names = [op for op in LLAMA_OPS if BLOCK_OPS[op].elementwise == kind]
+    before = {op: LLAMA_OPS[i - 1] for i, op in enumerate(LLAMA_OPS)}
+    return bool(names) and all(BLOCK_OPS[before[op]].kind != "gemm" for op in names)
 
 
 @dataclass(frozen=True)
@@ -198,7 +221,8 @@ def _predict_elementwise(frame: pl.DataFrame, hw: HardwareEnvelope) -> np.ndarra
                 standalone=True,
                 dependent_passes=kernel.dependent_passes,
                 inflight_bytes_per_unit=kernel.inflight_kib_per_unit * 1024.0,
-                warm_cache=warm[sel][:, None],
+                warm_cache=warm[sel][:, None] & reads_resident_input(kind),
+                write_back=warm[sel][:, None],
             )
             out[sel] = hw.min_kernel_us + cost.time_us[:, 0]
     return out

@@ -27,7 +27,9 @@ its phases (a fused kernel runs its ops one after another on each tile). Mechani
 * Operands that fit half the shared cache are read from HBM once; `shared_cache_mib` is the
   core's share of it (`HardwareEnvelope.with_busy_cores`).
 * Elementwise phases stream their bytes at the core's achievable bandwidth or run at vector
-  throughput, whichever is slower.
+  throughput, whichever is slower. In a measurement that runs a layer's kernels in sequence an
+  input just written by an elementwise kernel may be read from the shared cache, and the
+  write-back cache keeps the last writes of a kernel dirty for later kernels to write back.
 
 All functions are vectorized: `m` etc. are (P,) arrays over points, candidates are (C, k) arrays;
 results are (P, C) arrays (or (P, 1) with `per_point` tiles). Times are microseconds, traffic
@@ -55,7 +57,8 @@ PARTIAL_BYTES = 4.0
 CACHE_HIT_SPEEDUP = 1.5
 """How much sooner a shared-cache hit returns than an HBM access: pointer-chase microbenchmarks
 put A100's L2-vs-DRAM latency ratio at 1.5-2x; 1.5 fits the warm-cache layer-op rows best. Used
-only for warm-cache streams (measurements that replay the same tensors)."""
+only for inputs found in the cache (`elementwise_phase(warm_cache=...)`: a measurement running a
+layer's kernels in sequence, the input written by the elementwise kernel before)."""
 
 
 @dataclass(frozen=True)
@@ -535,6 +538,26 @@ def attention_phase(
     )
 
 
+def resident_bytes(hw: HardwareEnvelope) -> float:
+    """Bytes of a stream the shared cache keeps, the same half-cache rule as every cache decision
+    of the model (A100: 20 MB of the 40 MB L2; each of its two partitions caches the lines its
+    own GPCs' SMs access, so a stream read by every SM may hold a copy in both, NVIDIA A100
+    Tensor Core GPU Architecture whitepaper, 2020, "L2 cache")."""
+    return hw.shared_cache_mib * 2**20 / 2
+
+
+def deferred_write_bytes(hw: HardwareEnvelope, reads, writes) -> np.ndarray:
+    """Bytes of a streaming kernel's writes still dirty in a write-back shared cache when it
+    ends: the cache holds the last `resident_bytes` of the kernel's traffic (least recently used
+    lines go first), and writes are spread evenly over the stream, so that share of the writes,
+    writes x min(1, resident / (reads + writes)). They reach HBM during later kernels."""
+    reads, writes = np.asarray(reads, dtype=float), np.asarray(writes, dtype=float)
+    total = reads + writes
+    cache = resident_bytes(hw)
+    share = np.divide(cache, total, out=np.ones_like(total), where=total > cache)
+    return writes * np.minimum(1.0, share)
+
+
 def elementwise_phase(
     hw: HardwareEnvelope,
     read_bytes,
@@ -544,9 +567,14 @@ def elementwise_phase(
     standalone: bool,
     dependent_passes: int = 1,
     inflight_bytes_per_unit: float = np.inf,
-    warm_cache: bool = False,
+    warm_cache: bool | np.ndarray = False,
+    write_back: bool | np.ndarray = False,
 ) -> PhaseCost:
     """Cost of a streaming elementwise op: bytes at the achievable rate or FLOPs at vector rate.
+
+    The stream takes the slowest of three limits: every byte passes the shared cache (its feed
+    rate); the bytes HBM must move at the core's HBM rate; and Little's law on the loads in
+    flight (units x inflight / latency, a cache hit returning `CACHE_HIT_SPEEDUP` sooner).
 
     standalone: the op is its own kernel; each of its `dependent_passes` after the first waits
         one pipeline fill (a norm reads its row, reduces, then normalizes: two passes). Fused
@@ -554,28 +582,41 @@ def elementwise_phase(
     inflight_bytes_per_unit: bytes one unit keeps in flight; by Little's law the op cannot
         stream faster than units x inflight / fill latency. Compiler-generated kernels stage
         whole tiles (unbounded here); simple hand-written kernels with scalar loads do not.
-    warm_cache: the operands were just touched and fit half the shared cache (a measurement
-        that replays the same tensors), so they stream at the cache rate instead of HBM's.
+    warm_cache: (P, 1) or scalar bool: the inputs were just written by the kernel before this
+        one (a measurement running a layer's kernels in sequence), so they are read from the
+        shared cache when this op's traffic fits half of it (`resident_bytes`; all or nothing,
+        as for a cyclic stream through an LRU cache), else from HBM.
+    write_back: (P, 1) or scalar bool: the shared cache is write-back and the next kernel is
+        another op, so the dirty lines among the last `resident_bytes` of this op's traffic
+        stay in the cache when it ends and are written to HBM during later kernels; only the
+        rest of its writes cost HBM time here (`deferred_write_bytes`).
     """
     reads, writes, work = _col(read_bytes), _col(write_bytes), _col(flops)
     total = reads + writes
     vector = hw.unit_vector_flops() * hw.units_per_core
-    warm = warm_cache & (total <= hw.shared_cache_mib * 2**20 / 2)
+    hit = np.asarray(warm_cache) & (total <= resident_bytes(hw))
     fill = hw.fill_s()
-    # Little's law: bytes in flight / latency; a cache hit returns in about half the time.
-    latency = np.where(warm, fill / CACHE_HIT_SPEEDUP, fill)
-    stream_bps = np.minimum(
-        np.where(warm, hw.unit_feed_bps() * hw.units_per_core, hw.core_hbm_bps()),
-        hw.units_per_core * inflight_bytes_per_unit / np.maximum(latency, 1e-12),
+    # Little's law: bytes in flight / latency; a cache hit returns sooner.
+    latency = np.where(hit, fill / CACHE_HIT_SPEEDUP, fill)
+    inflight_s = total * latency / (hw.units_per_core * inflight_bytes_per_unit)
+    paid = writes
+    if np.any(write_back):
+        paid = writes - np.where(write_back, deferred_write_bytes(hw, reads, writes), 0.0)
+    hbm = np.where(hit, 0.0, reads) + paid if np.any(hit) else reads + paid
+    memory_s = np.maximum.reduce(
+        [
+            total / (hw.unit_feed_bps() * hw.units_per_core),
+            hbm / hw.core_hbm_bps(),
+            inflight_s,
+        ]
     )
-    memory_s = total / stream_bps
     compute_s = work / vector
     # The first pass's round trip hides inside the kernel's device floor; each later pass waits.
     time = np.maximum(memory_s, compute_s) + ((dependent_passes - 1) * fill if standalone else 0.0)
     return PhaseCost(
         time_us=time * 1e6,
         memory_bound=memory_s >= compute_s,
-        hbm_bytes=total,
+        hbm_bytes=hbm,
         spill_bytes=np.zeros_like(total),
         exec_flops=work + 0.0 * total,
         sram_bytes=np.zeros_like(total),
