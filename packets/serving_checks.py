@@ -119,6 +119,12 @@ def _config(packet: Packet, config: Config, path: Path_) -> Found:
         )
 
 
+def config_serving_problems(packet: Packet, config: Config, path: Path_ = ()) -> Found:
+    """A configuration's problems with the serving contract (what a sweep's edited point must
+    pass, as the packet's own configurations do in `serving_problems`)."""
+    yield from _config(packet, config, path)
+
+
 def serving_problems(packet: Packet) -> Found:
     """Problems of the serving contract (generation, scheduler, its limits)."""
     workload = packet.inputs.workload
