@@ -28,6 +28,7 @@ distributed = pytest.importorskip("distributed")
 
 DEFAULT = example_path("fusion-tiling-llama-decode")
 MAPPING = example_path("mapping-dynamic-shapes")
+SERVING = example_path("llm-serving-continuous")
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +128,30 @@ def test_cluster_matrix_gives_the_local_cells(cluster: distributed.Client) -> No
     assert remote == local
     assert len(remote.cells) == 2 * 2 * 2 * 2
     assert seen[-1] == (16, 16) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_serving_sweep_and_matrix_on_the_cluster_give_the_local_results(
+    cluster: distributed.Client,
+) -> None:
+    """Serving work units (the continuous scheduler's config and iteration plan) travel to
+    worker processes and come back with the local rows, in order."""
+    loaded = load_packet(SERVING)
+    axes = _axes(
+        "inputs.workload.requests=2000",
+        "batch_policy.chunked_prefill=true",
+        "batch_policy.max_num_batched_tokens=512,768,2048",
+    )
+    local = run_grid(loaded, None, axes)
+    remote = run_grid(loaded, None, axes, cluster.get_executor(), parallelism=2)
+    assert remote.height == 3 and remote.equals(local)
+    assert len(set(remote["ttft_p95_ms"].to_list())) == 3
+    spec = MatrixSpec(load_factors=(1.0,), seeds=2, requests=2000)
+    here = run_matrix(loaded, "chunked-prefill-768", spec)
+    there = run_matrix(
+        loaded, "chunked-prefill-768", spec, executor=cluster.get_executor(), parallelism=2
+    )
+    assert there == here
+    assert all(c.tpot_p95_ms is not None for c in there.cells)
 
 
 def test_cli_sweep_on_the_scheduler_prints_the_local_rows_and_parquet(
