@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from packets.load import load_packet
+from packets.signoff import verify_packet
+from triage.review.guards import review_guards
+from triage.review.report_md import markdown_report
 from triage.review.reproduce import reproduce
 from triage.sweeps import parse_axis, run_grid
 from workbench.cli import main
@@ -115,6 +118,19 @@ def test_the_serving_outputs_reproduce_exactly(served: Path) -> None:
     assert reproduce(loaded, str(served)) == []
 
 
+def test_the_report_shows_the_serving_matrix(served: Path) -> None:
+    loaded = load_packet(served)
+    report = markdown_report(loaded, review_guards(loaded.packet), verify_packet(loaded))
+    assert "| TTFT p95 ms | TPOT p95 ms |" in report
+    cells = loaded.packet.outputs.validation_matrix.cells
+    rows = [line for line in report.splitlines() if line.startswith("| x")]
+    assert len(rows) == len(cells)
+    for row, cell in zip(rows, cells, strict=True):
+        assert f"| {cell.ttft_p95_ms:,.2f} | {cell.tpot_p95_ms:,.2f} |" in row
+    chosen = loaded.packet.outputs.mitigation.chosen
+    assert f"- chosen: TTFT p95 {chosen.ttft_p95_ms:,.2f} ms, TPOT p95" in report
+
+
 def test_a_serving_metric_on_a_dynamic_packet_is_a_usage_error(tmp_path: Path, capsys) -> None:
     path = prepared_copy(tmp_path)
     before = path.read_bytes()
@@ -177,3 +193,12 @@ def test_a_sweep_point_the_serving_checks_refuse_is_one_line(tmp_path: Path, cap
     err = captured.err.strip()
     assert captured.out == "" and len(err.splitlines()) == 1
     assert "batch_policy.max_num_batched_tokens" in err and "chunked_prefill" in err
+
+
+def test_search_refuses_a_serving_packet_in_one_line(tmp_path: Path, capsys) -> None:
+    path = prepared_copy(tmp_path, EXAMPLE)
+    before = path.read_bytes()
+    assert main(["search", str(path), "--trials", "8", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "continuous scheduler" in err
+    assert path.read_bytes() == before

@@ -78,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
 
     loaded = load_packet(args.packet)
     packet = loaded.packet
+    if packet.inputs.workload.block.phase == "serving":
+        raise UsageError(
+            f"{args.packet}: search explores the dynamic batcher's knobs, not the continuous "
+            "scheduler's: sweep them (workbench sweep --set batch_policy.max_num_batched_tokens="
+            "512,768,2048 --set batch_policy.chunked_prefill=true)"
+        )
     seed = packet.seed if args.seed is None else args.seed
     if seed < 0:
         raise UsageError(f"--seed {seed}: must be >= 0")
