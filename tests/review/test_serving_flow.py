@@ -198,7 +198,7 @@ def test_a_sweep_point_the_serving_checks_refuse_is_one_line(tmp_path: Path, cap
 def test_search_refuses_a_serving_packet_in_one_line(tmp_path: Path, capsys) -> None:
     path = prepared_copy(tmp_path, EXAMPLE)
     before = path.read_bytes()
-    assert main(["search", str(path), "--trials", "8", "--quiet"]) == 2
+    assert main(["search", str(path), "--trials", "8", "--save-as", "s", "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "continuous scheduler" in err
     assert path.read_bytes() == before
