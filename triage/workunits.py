@@ -58,10 +58,10 @@ CHUNK_TARGET_S = 1.0
 chunk of about a second keeps that overhead near 0.1% (NOTES.md: tasks under ~10 ms gain
 nothing from a cluster)."""
 
-SERVING_SECONDS_PER_REQUEST = 4e-5
-"""CPU cost of one simulated request of the continuous scheduler: about 0.8 s per
-20,000-request run of the llm-serving-continuous example (some 11-14 iterations per request)
-on this project's 2-core machines (BENCHMARKS.md "Serving sweeps"). Only sizes chunks."""
+SERVING_SECONDS_PER_REQUEST = 5e-6
+"""CPU cost of one simulated request of the continuous scheduler, summary included: about 0.1 s
+per 20,000-request point of the llm-serving-continuous example (5-8 iterations per request) on
+this project's 2-core machines (BENCHMARKS.md "Serving sweeps"). Only sizes chunks."""
 
 SECONDS_PER_REQUEST = 7.5e-7
 """CPU cost of one simulated request in a sweep point: about 15 ms per 20,000-request point of
