@@ -12,6 +12,7 @@ import pytest
 from packets.load import load_packet
 from packets.signoff import verify_packet
 from triage.review.guards import review_guards
+from triage.review.matrix import MatrixSpec, run_matrix
 from triage.review.report_md import markdown_report
 from triage.review.reproduce import reproduce
 from triage.sweeps import parse_axis, run_grid
@@ -116,6 +117,10 @@ def test_serving_triggers_and_release(served: Path) -> None:
 def test_the_serving_outputs_reproduce_exactly(served: Path) -> None:
     loaded = load_packet(served)
     assert reproduce(loaded, str(served)) == []
+    # the matrix was run on the default pool (one thread per CPU); one thread gives the same
+    v = loaded.packet.outputs.validation_matrix
+    spec = MatrixSpec(tuple(v.load_factors), len(v.seeds), v.requests)
+    assert run_matrix(loaded, v.candidate, spec, parallelism=1) == v
 
 
 def test_the_report_shows_the_serving_matrix(served: Path) -> None:
