@@ -40,6 +40,14 @@ from triage.serving_scenario import iteration_plan
 from triage.workunits import Point, ServingPoint, plan_of, run_points
 
 PACKET_ROOTS = ("inputs", "seed", "owners", "title", "anchor_metric")
+DYNAMIC_ONLY = (
+    "batch_policy.max_batch",
+    "batch_policy.max_queue_delay_ms",
+    "batch_policy.bucketing",
+    "batch_policy.scheduler",
+)
+"""Knobs the continuous scheduler does not read: a serving packet's sweep refuses them (its
+points would all be the same run)."""
 
 
 @dataclass(frozen=True)
@@ -149,10 +157,23 @@ def _raise(what: str, message: str):
     raise UsageError(f"--set {what}: {message}")
 
 
+def _check_serving_axes(loaded: LoadedPacket, axes: Sequence[Axis]) -> None:
+    if loaded.packet.inputs.workload.block.phase != "serving":
+        return
+    for axis in axes:
+        if axis.path in DYNAMIC_ONLY:
+            raise UsageError(
+                f"--set {axis.path}: the dynamic batcher's knob; a serving packet's points run "
+                "the continuous scheduler (sweep batch_policy.max_num_seqs, "
+                "max_num_batched_tokens, chunked_prefill or kv_cache_tokens)"
+            )
+
+
 def scenarios(
     loaded: LoadedPacket, candidate: str | None, axes: Sequence[Axis]
 ) -> list[tuple[dict[str, str], Scenario]]:
     """One validated scenario per grid point, in grid order (first axis varies slowest)."""
+    _check_serving_axes(loaded, axes)
     points = itertools.product(*[list(zip(a.values, a.texts, strict=True)) for a in axes])
     out = []
     packets: dict[tuple, LoadedPacket] = {}

@@ -207,3 +207,13 @@ def test_search_refuses_a_serving_packet_in_one_line(tmp_path: Path, capsys) -> 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "continuous scheduler" in err
     assert path.read_bytes() == before
+
+
+def test_a_dynamic_batcher_knob_in_a_serving_sweep_is_one_line(tmp_path: Path, capsys) -> None:
+    """max_batch is not read by the continuous scheduler: every point would be the same run."""
+    path = prepared_copy(tmp_path, EXAMPLE)
+    assert main(["sweep", str(path), "--quiet", "--set", "batch_policy.max_batch=8,16"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert captured.out == "" and len(err.splitlines()) == 1
+    assert "batch_policy.max_batch" in err and "continuous scheduler" in err
