@@ -217,3 +217,16 @@ def test_a_dynamic_batcher_knob_in_a_serving_sweep_is_one_line(tmp_path: Path, c
     err = captured.err.strip()
     assert captured.out == "" and len(err.splitlines()) == 1
     assert "batch_policy.max_batch" in err and "continuous scheduler" in err
+
+
+def test_validate_prints_the_candidates_ttft_and_tpot(served: Path, tmp_path: Path, capsys):
+    path = tmp_path / "again.yaml"
+    path.write_bytes(served.read_bytes())
+    assert main(["validate", str(path), "--quick", "--quiet"]) == 0
+    line = capsys.readouterr().out.strip()
+    cell = next(
+        c for c in load_packet(path).packet.outputs.validation_matrix.cells
+        if c.config == CANDIDATE and c.load_factor == 1.0 and c.shape_mix == "production"
+    )  # fmt: skip
+    assert f"(x1 production: TTFT p95 {cell.ttft_p95_ms:,.1f} ms, TPOT p95 " in line
+    assert f"{cell.tpot_p95_ms:,.2f} ms)" in line
