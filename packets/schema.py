@@ -559,7 +559,7 @@ class SearchProvenance(Strict):
     """Where a searched candidate came from: the objective, the trials and seed, the command
     that reproduces it, and the best alternatives it beat (cited by `propose`)."""
 
-    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
+    objective: choice("p99", "p95", "throughput", "ttft_p95", "tpot_p95", "tokens")  # type: ignore[valid-type]
     trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
     seed: Seed
     command: Text

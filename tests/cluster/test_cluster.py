@@ -181,6 +181,19 @@ def test_cluster_search_gives_the_local_trials_and_candidate(cluster: distribute
     assert [t.number for t in remote.pareto] == [t.number for t in local.pareto]
 
 
+def test_cluster_serving_search_gives_the_local_trials(cluster: distributed.Client) -> None:
+    loaded = load_packet(SERVING)
+    local = run_search(loaded, 8, 3, "tpot_p95", requests=2000)
+    remote = run_search(
+        loaded, 8, 3, "tpot_p95", cluster.get_executor(), parallelism=2, requests=2000
+    )
+    assert [(t.params, t.row, t.refused) for t in remote.trials] == [
+        (t.params, t.row, t.refused) for t in local.trials
+    ]
+    assert any(t.row is not None and "tpot_p95_ms" in t.row for t in remote.trials)
+    assert remote.best is not None and remote.best.number == local.best.number
+
+
 def test_cli_validates_several_packets_on_the_scheduler_one_line_each(
     cluster: distributed.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

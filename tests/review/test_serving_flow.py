@@ -200,12 +200,39 @@ def test_a_sweep_point_the_serving_checks_refuse_is_one_line(tmp_path: Path, cap
     assert "batch_policy.max_num_batched_tokens" in err and "chunked_prefill" in err
 
 
-def test_search_refuses_a_serving_packet_in_one_line(tmp_path: Path, capsys) -> None:
-    path = prepared_copy(tmp_path, EXAMPLE)
+def test_search_on_a_serving_packet_tunes_the_continuous_knobs(tmp_path: Path, capsys) -> None:
+    """The search draws max_num_seqs, max_num_batched_tokens and chunked_prefill, holds TTFT
+    and TPOT to the SLA, ranks by TPOT p95 by default, and saves a candidate whose run is the
+    trial's; the same seed gives the same candidate."""
+    one, two = prepared_copy(tmp_path / "one", EXAMPLE), prepared_copy(tmp_path / "two", EXAMPLE)
+    args = ["--trials", "16", "--requests", "2000", "--save-as", "searched", "--quiet"]
+    assert main(["search", str(one), *args]) == 0
+    printed = capsys.readouterr().out
+    assert "Pareto front (TPOT p95 against TTFT p95)" in printed
+    assert main(["search", str(two), *args]) == 0
+    capsys.readouterr()
+    assert one.read_bytes().replace(b"/one/", b"/two/") == two.read_bytes()
+    packet = load_packet(one).packet
+    saved = next(c for c in packet.candidates if c.name == "searched")
+    assert saved.provenance.objective == "tpot_p95"
+    assert saved.batch_policy is not None and saved.batch_policy.chunked_prefill is True
+    run = run_json(one, capsys, "--candidate", "searched", "--requests", "2000")
+    sla = packet.inputs.sla
+    assert run["ttft_ms"]["p95"] <= sla.ttft_p95_ms and run["tpot_ms"]["p95"] <= sla.tpot_p95_ms
+    base = run_json(one, capsys, "--requests", "2000")
+    assert run["tpot_ms"]["p95"] < base["tpot_ms"]["p95"]
+    for alt in saved.provenance.rejected:  # cited alternatives carry the serving tails
+        assert alt.tail.tpot_p95_ms is not None and alt.tail.ttft_p95_ms is not None
+
+
+def test_a_serving_objective_on_a_dynamic_packet_is_one_line(tmp_path: Path, capsys) -> None:
+    path = prepared_copy(tmp_path)
     before = path.read_bytes()
-    assert main(["search", str(path), "--trials", "8", "--save-as", "s", "--quiet"]) == 2
+    code = main(["search", str(path), "--trials", "8", "--objective", "tpot_p95",
+                 "--save-as", "s", "--quiet"])  # fmt: skip
+    assert code == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "continuous scheduler" in err
+    assert len(err.splitlines()) == 1 and "tpot_p95" in err and "serving" in err
     assert path.read_bytes() == before
 
 
