@@ -3,7 +3,9 @@
 A packet whose block phase is `serving` and whose batch policy says `scheduler: continuous`
 runs `model.runtime.serving` (model/runtime/README.md "Continuous batching"); the Scenario
 (triage/scenario.py) carries both this and the dynamic batcher's RuntimeConfig, so the
-per-step views (worksheet, sweeps) keep working on a decode step of the same block.
+per-step views (worksheet, Diagnose) keep working on a decode step of the same block. Sweeps,
+the validation matrix and the search run this scheduler through `IterationPlan` (what a work
+unit carries to build the table) and `serving_row` (what a run gives back).
 """
 
 from __future__ import annotations
