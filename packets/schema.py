@@ -480,7 +480,18 @@ class Candidate(Strict):
     )
 
 
-PRIMARY_METRICS = ("p99_ms", "p95_ms", "p50_ms", "mean_ms", "throughput_per_s")
+PRIMARY_METRICS = (
+    "p99_ms",
+    "p95_ms",
+    "p50_ms",
+    "mean_ms",
+    "throughput_per_s",
+    "ttft_p95_ms",
+    "tpot_p95_ms",
+    "tokens_per_s",
+)
+SERVING_METRICS = ("ttft_p95_ms", "tpot_p95_ms", "tokens_per_s")
+"""Primary metrics only a serving (continuous-batching) run has."""
 REVIEW_QUESTION = (
     "Which first-principles bottleneck class explains the symptom, and which artifact proves "
     "it reproducibly?"
@@ -499,7 +510,8 @@ class WorkloadSlice(Strict):
 
 
 class TailFigures(Strict):
-    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict."""
+    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict. A serving
+    run adds TTFT and TPOT p95 (ms) and tokens/s; p99..mean are then end-to-end latency."""
 
     p99_ms: Float
     p95_ms: Float
@@ -507,6 +519,9 @@ class TailFigures(Strict):
     mean_ms: Float
     throughput_per_s: Float
     sla_ok: Bool
+    ttft_p95_ms: Float | None = None
+    tpot_p95_ms: Float | None = None
+    tokens_per_s: Float | None = None
 
 
 class ClassFinding(Strict):
@@ -544,7 +559,7 @@ class SearchProvenance(Strict):
     """Where a searched candidate came from: the objective, the trials and seed, the command
     that reproduces it, and the best alternatives it beat (cited by `propose`)."""
 
-    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
+    objective: choice("p99", "p95", "throughput", "ttft_p95", "tpot_p95", "tokens")  # type: ignore[valid-type]
     trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
     seed: Seed
     command: Text
@@ -582,7 +597,7 @@ class NamedShapeMix(Strict):
 class CellMiss(Strict):
     """A target a validation cell missed: the metric, its value, and the target it needed."""
 
-    metric: choice("p95_ms", "p99_ms", "throughput_per_s")  # type: ignore[valid-type]
+    metric: choice("p95_ms", "p99_ms", "throughput_per_s", "ttft_p95_ms", "tpot_p95_ms")  # type: ignore[valid-type]
     value: Float
     target: Float
     basis: Text = Field(description="Where the target comes from (SLA field, offered load).")
@@ -601,6 +616,21 @@ class MatrixCell(Strict):
     throughput_per_s: Float
     fallback_rate: Float
     hbm_peak_demand_ratio: Float | None = None
+    ttft_p95_ms: Float | None = Field(
+        default=None, description="Serving: time to first token p95, ms."
+    )
+    tpot_p95_ms: Float | None = Field(
+        default=None, description="Serving: time per output token p95, ms."
+    )
+    tokens_per_s: Float | None = Field(
+        default=None, description="Serving: output tokens per second."
+    )
+    preemption_rate: Float | None = Field(
+        default=None, description="Serving: KV-cache preemptions per measured request."
+    )
+    kv_peak_ratio: Float | None = Field(
+        default=None, description="Serving: KV-cache peak over one engine's capacity."
+    )
     sla_ok: Bool
     missed: list[CellMiss] = Field(
         default_factory=list, description="Each target the cell missed (empty when sla_ok)."
@@ -617,6 +647,10 @@ class MemoryCheck(Strict):
     baseline_spill_mb_per_request: number(ge=0)  # type: ignore[valid-type]
     hbm_peak_demand_ratio_max: Float | None = None
     baseline_hbm_peak_demand_ratio_max: Float | None = None
+    kv_peak_ratio_max: Float | None = None
+    baseline_kv_peak_ratio_max: Float | None = None
+    preemption_rate_max: Float | None = None
+    baseline_preemption_rate_max: Float | None = None
     verdict: Text
 
 

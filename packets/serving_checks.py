@@ -22,9 +22,10 @@ CONTINUOUS_ONLY = ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", 
 WEIGHT_TOLERANCE = 1e-6  # mix weights must sum to 1 within this (decimal rounding headroom)
 GENERATION = ("inputs", "workload", "generation")
 MAX_SERVING_REQUESTS = 1_000_000
-"""Requests per serving run: the loop keeps 48 bytes per iteration (the KV timeline) and the
-example makes 9-14 iterations per request, so 10^6 requests hold ~1.3 GB at the arrays'
-doubling growth, under the 2.1 GB a dynamic run may take at its own cap (README "Memory")."""
+"""Requests per serving run: the loop keeps 48 bytes per iteration (the KV timeline); at 14
+iterations per request (longer outputs than the example's 5-6) 10^6 requests hold ~1.3 GB at
+the arrays' doubling growth, under the 2.1 GB a dynamic run may take at its own cap (README
+"Memory")."""
 
 
 def _configs(packet: Packet) -> Iterator[tuple[Config, Path_, set[str] | None]]:
@@ -117,6 +118,12 @@ def _config(packet: Packet, config: Config, path: Path_) -> Found:
             f"{longest} tokens)",
             "error",
         )
+
+
+def config_serving_problems(packet: Packet, config: Config, path: Path_ = ()) -> Found:
+    """A configuration's problems with the serving contract (what a sweep's edited point must
+    pass, as the packet's own configurations do in `serving_problems`)."""
+    yield from _config(packet, config, path)
 
 
 def serving_problems(packet: Packet) -> Found:

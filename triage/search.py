@@ -11,6 +11,12 @@ SRAM, fusion groups); one the model refuses is told to the sampler as pruned and
 The SLA is a constraint (`Trial.set_constraint`, which TPE samples around): the best candidate is the best trial that
 meets every SLA target.
 
+A serving packet (scheduler continuous) searches the continuous scheduler's knobs instead of
+the dynamic batcher's: `max_num_seqs`, `max_num_batched_tokens`, `chunked_prefill` (beside the
+fusion preset, tiles, placement and compiled shapes), each trial a `ServingPoint`; the SLA's
+TTFT and TPOT targets are constraints too, objectives `ttft_p95` and `tpot_p95` (and `tokens`,
+output tokens/s) join the three above, and the Pareto front is TPOT p95 against TTFT p95.
+
 Determinism: trials are asked ROUND at a time, in order, each trial's parameters drawn in a
 fixed order before any of the round runs (ask/tell, NOTES.md), then the round runs on the
 executor and is told in order. The draws depend on the seed and on earlier results only, and
@@ -33,8 +39,10 @@ from model.compiler.tiles import attention_candidates, gemm_candidates
 from packets.checks import config_problems
 from packets.model_checks import config_model_problems
 from packets.schema import FUSION_PRESETS, PLACEMENTS, Alternative, Config, TailFigures
+from packets.serving_checks import config_serving_problems
 from triage.scenario import build_scenario
-from triage.workunits import Point, plan_of, run_points
+from triage.serving_scenario import iteration_plan
+from triage.workunits import Point, ServingPoint, plan_of, run_points
 
 if TYPE_CHECKING:
     from packets.load import LoadedPacket
@@ -44,8 +52,13 @@ OBJECTIVES = {
     "p99": ("latency_p99_ms", "p99_ms"),
     "p95": ("latency_p95_ms", "p95_ms"),
     "throughput": ("throughput_per_s", "throughput_per_s"),
+    "ttft_p95": ("ttft_p95_ms", "ttft_p95_ms"),
+    "tpot_p95": ("tpot_p95_ms", "tpot_p95_ms"),
+    "tokens": ("tokens_per_s", "tokens_per_s"),
 }
 """objective -> (row column, the proposal's metric name)."""
+SERVING_OBJECTIVES = ("ttft_p95", "tpot_p95", "tokens")
+"""Objectives only a serving packet's rows carry."""
 
 ROUND = 8
 """Trials asked before any of them is told. Fixed (not the worker count), so the draws are the
@@ -58,6 +71,14 @@ QUEUE_DELAYS_MS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 """Max queue delays offered, ms (Triton's `max_queue_delay_microseconds` range in practice;
 the baseline's is added)."""
 
+MAX_NUM_SEQS = (16, 32, 64, 128, 256)
+"""Running sequences per engine offered for a serving packet (vLLM's default is 256; the
+baseline's and candidates' are added)."""
+
+TOKEN_BUDGETS = (256, 512, 768, 1024, 2048, 4096, 8192)
+"""max_num_batched_tokens offered (chunk sizes as Sarathi-Serve and vLLM use them, up to a
+Llama-3-8B context; the baseline's and candidates' are added)."""
+
 TOP_REJECTED = 5
 """Alternatives kept with the saved candidate (the best ones it beat)."""
 
@@ -65,8 +86,12 @@ AUTO = "auto"
 
 
 def maximize(objective: str) -> bool:
-    """True when larger is better (throughput)."""
-    return objective == "throughput"
+    """True when larger is better (throughput, tokens)."""
+    return objective in ("throughput", "tokens")
+
+
+def _serving(loaded: LoadedPacket) -> bool:
+    return loaded.packet.inputs.workload.block.phase == "serving"
 
 
 @dataclass(frozen=True)
@@ -142,6 +167,24 @@ def search_space(loaded: LoadedPacket) -> Space:
     every = sorted(set(loaded.packet.inputs.workload.shapes.seq_len.values)
                    | set(loaded.packet.baseline.compiled_shapes.seq_len))  # fmt: skip
     compiled = [_shapes_label(c.compiled_shapes.seq_len) for c in known]
+    if _serving(loaded):
+        from model.runtime.serving import SERVING_PLACEMENTS
+
+        policy = [c.batch_policy for c in known]
+        return Space(
+            (
+                ("fusion", FUSION_PRESETS),
+                (TILE_PLAN, ("baseline", "per-op")),
+                *tiles,
+                ("batch_policy.max_num_seqs",
+                 tuple(sorted({*MAX_NUM_SEQS, *(p.max_num_seqs for p in policy)}))),
+                ("batch_policy.max_num_batched_tokens",
+                 tuple(sorted({*TOKEN_BUDGETS, *(p.max_num_batched_tokens for p in policy)}))),
+                ("batch_policy.chunked_prefill", (False, True)),
+                ("placement", tuple(SERVING_PLACEMENTS)),
+                ("compiled_shapes.seq_len", tuple(dict.fromkeys([*compiled, _shapes_label(every)]))),
+            )
+        )  # fmt: skip
     return Space(
         (
             ("fusion", FUSION_PRESETS),
@@ -184,9 +227,15 @@ def starting_points(loaded: LoadedPacket, space: Space) -> list[dict[str, Any]]:
                 if name.startswith("tiles."):
                     tile = config.tiles.get(name.removeprefix("tiles."), AUTO)
                     params[name] = tile if tile == AUTO else _tile_label(tile.model_dump())
-        params["batch_policy.max_batch"] = config.batch_policy.max_batch
-        params["batch_policy.max_queue_delay_ms"] = config.batch_policy.max_queue_delay_ms
-        params["batch_policy.bucketing"] = config.batch_policy.bucketing
+        policy = config.batch_policy
+        if _serving(loaded):
+            params["batch_policy.max_num_seqs"] = policy.max_num_seqs
+            params["batch_policy.max_num_batched_tokens"] = policy.max_num_batched_tokens
+            params["batch_policy.chunked_prefill"] = bool(policy.chunked_prefill)
+        else:
+            params["batch_policy.max_batch"] = policy.max_batch
+            params["batch_policy.max_queue_delay_ms"] = policy.max_queue_delay_ms
+            params["batch_policy.bucketing"] = policy.bucketing
         params["placement"] = config.placement
         params["compiled_shapes.seq_len"] = _shapes_label(config.compiled_shapes.seq_len)
         if all(value in choices.get(name, ()) for name, value in params.items()):
@@ -219,6 +268,11 @@ def config_of(base: Config, params: dict[str, Any]) -> Config:
 def refusal(loaded: LoadedPacket, config: Config, baseline: Scenario) -> str | None:
     """The first problem the packet checks or the model find in `config`, else None."""
     errors = [m for _, m, severity in config_problems(config, ()) if severity == "error"]
+    errors += [
+        f"{'.'.join(map(str, path))}: {m}"
+        for path, m, severity in config_serving_problems(loaded.packet, config, ())
+        if severity == "error"
+    ]
     if errors:
         return errors[0]
     found = config_model_problems(
@@ -240,17 +294,19 @@ class Trial:
 
     @property
     def feasible(self) -> bool:
-        """Ran and met every SLA target."""
+        """Ran and met every SLA target (a serving row's TTFT and TPOT targets included)."""
         return self.row is not None and all(
-            self.row[k] is not False for k in ("p95_ok", "p99_ok", "throughput_ok")
+            self.row.get(k) is not False
+            for k in ("p95_ok", "p99_ok", "throughput_ok", "ttft_p95_ok", "tpot_p95_ok")
         )
 
     def tail(self) -> TailFigures:
         r = self.row or {}
+        serving = {k: r[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "tokens_per_s") if k in r}
         return TailFigures(
             p99_ms=r["latency_p99_ms"], p95_ms=r["latency_p95_ms"], p50_ms=r["latency_p50_ms"],
             mean_ms=r["latency_mean_ms"], throughput_per_s=r["throughput_per_s"],
-            sla_ok=self.feasible,
+            sla_ok=self.feasible, **serving,
         )  # fmt: skip
 
 
@@ -272,20 +328,34 @@ def _score(trial: Trial, objective: str) -> float:
     return -value if maximize(objective) else value
 
 
+def front_axes(trials: Sequence[Trial]) -> tuple[str, str]:
+    """The Pareto front's two row columns, each lower-is-better after `_front_value`:
+    (latency_p99_ms, throughput_per_s), or for serving rows (tpot_p95_ms, ttft_p95_ms)."""
+    serving = any(t.row is not None and "tpot_p95_ms" in t.row for t in trials)
+    return ("tpot_p95_ms", "ttft_p95_ms") if serving else ("latency_p99_ms", "throughput_per_s")
+
+
+def _front_value(row: dict, column: str) -> float:
+    return -row[column] if column == "throughput_per_s" else row[column]
+
+
 def pareto_front(trials: Sequence[Trial]) -> list[Trial]:
-    """Trials no other trial beats on both p99 (lower) and throughput (higher), by p99."""
+    """Trials no other trial beats on both axes (`front_axes`: p99 lower and throughput
+    higher; serving: TPOT p95 and TTFT p95 lower), by the first axis."""
     ran = [t for t in trials if t.row is not None]
+    first, second = front_axes(ran)
+
+    def key(t: Trial) -> tuple[float, float]:
+        return _front_value(t.row, first), _front_value(t.row, second)  # type: ignore[arg-type]
 
     def dominated(t: Trial) -> bool:
-        p, x = t.row["latency_p99_ms"], t.row["throughput_per_s"]  # type: ignore[index]
+        a, b = key(t)
         return any(
-            o.row["latency_p99_ms"] <= p and o.row["throughput_per_s"] >= x  # type: ignore[index]
-            and (o.row["latency_p99_ms"] < p or o.row["throughput_per_s"] > x)  # type: ignore[index]
-            for o in ran
-        )  # fmt: skip
+            key(o)[0] <= a and key(o)[1] <= b and (key(o)[0] < a or key(o)[1] < b) for o in ran
+        )
 
     front = [t for t in ran if not dominated(t)]
-    return sorted(front, key=lambda t: (t.row["latency_p99_ms"], t.number))  # type: ignore[index]
+    return sorted(front, key=lambda t: (key(t)[0], t.number))
 
 
 def _constraints(row: dict, sla) -> dict[str, float]:
@@ -297,6 +367,10 @@ def _constraints(row: dict, sla) -> dict[str, float]:
         out["p99_ms"] = row["latency_p99_ms"] - sla.p99_ms
     if sla.min_throughput_per_s is not None:
         out["throughput_per_s"] = sla.min_throughput_per_s - row["throughput_per_s"]
+    for name in ("ttft_p95_ms", "tpot_p95_ms"):  # serving rows only
+        target = getattr(sla, name, None)
+        if target is not None and row.get(name) is not None:
+            out[name] = row[name] - target
     return out
 
 
@@ -317,6 +391,8 @@ def run_search(
 
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
+    if objective in SERVING_OBJECTIVES and not _serving(loaded):
+        raise ValueError(f"objective {objective} needs a serving packet (continuous batching)")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = search_space(loaded)
     baseline = build_scenario(loaded)
@@ -362,8 +438,11 @@ def run_search(
     return _result(done, objective, seed)
 
 
-def _point(loaded: LoadedPacket, config: Config, requests: int | None) -> Point:
+def _point(loaded: LoadedPacket, config: Config, requests: int | None) -> Point | ServingPoint:
     scenario = build_scenario(loaded, config=config, requests=requests)
+    if scenario.is_serving:
+        plan = iteration_plan(scenario.config, scenario.serving, scenario.hardware, scenario.block)
+        return ServingPoint(scenario.serving, plan)
     return Point(scenario.runtime, plan_of(scenario))
 
 

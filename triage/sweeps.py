@@ -6,6 +6,12 @@ prefix is allowed) applied to the swept configuration (the baseline or `--candid
 packet field (`inputs.workload.arrivals.rate_per_s`, `inputs.hardware.cores`, `seed`, ...).
 Values are YAML flow scalars or lists (`[256, 512]`), read by the same strict rules as packet
 files, and every point is validated like a packet before anything runs.
+
+A serving packet's points (`batch_policy.scheduler: continuous`) run the continuous scheduler,
+as `workbench run` does: the continuous knobs (`batch_policy.max_num_seqs`,
+`max_num_batched_tokens`, `chunked_prefill`, `kv_cache_tokens`) apply, and each row carries
+TTFT, TPOT and latency tails, tokens/s, preemptions and the serving SLA's verdicts
+(triage/serving_scenario.py `serving_row`).
 """
 
 from __future__ import annotations
@@ -27,11 +33,21 @@ from packets.load import LoadedPacket, parse_packet
 from packets.messages import problems_from_validation
 from packets.model_checks import config_model_problems
 from packets.schema import Config, Packet
+from packets.serving_checks import config_serving_problems
 from packets.strict_yaml import LoadedYaml, load_yaml
 from triage.scenario import Scenario, build_scenario
-from triage.workunits import Point, plan_of, run_points
+from triage.serving_scenario import iteration_plan
+from triage.workunits import Point, ServingPoint, plan_of, run_points
 
 PACKET_ROOTS = ("inputs", "seed", "owners", "title", "anchor_metric")
+DYNAMIC_ONLY = (
+    "batch_policy.max_batch",
+    "batch_policy.max_queue_delay_ms",
+    "batch_policy.bucketing",
+    "batch_policy.scheduler",
+)
+"""Knobs the continuous scheduler does not read: a serving packet's sweep refuses them (its
+points would all be the same run)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +145,11 @@ def _edited_config(
     except ValidationError as exc:
         raise _invalid(what, exc, Config) from None
     found = [m for _, m, severity in config_problems(config, ()) if severity == "error"]
+    found += [
+        f"{dotted(path)}: {m}"
+        for path, m, severity in config_serving_problems(loaded.packet, config, ())
+        if severity == "error"
+    ]
     return config if not found else _raise(what, found[0])
 
 
@@ -136,10 +157,23 @@ def _raise(what: str, message: str):
     raise UsageError(f"--set {what}: {message}")
 
 
+def _check_serving_axes(loaded: LoadedPacket, axes: Sequence[Axis]) -> None:
+    if loaded.packet.inputs.workload.block.phase != "serving":
+        return
+    for axis in axes:
+        if axis.path in DYNAMIC_ONLY:
+            raise UsageError(
+                f"--set {axis.path}: the dynamic batcher's knob; a serving packet's points run "
+                "the continuous scheduler (sweep batch_policy.max_num_seqs, "
+                "max_num_batched_tokens, chunked_prefill or kv_cache_tokens)"
+            )
+
+
 def scenarios(
     loaded: LoadedPacket, candidate: str | None, axes: Sequence[Axis]
 ) -> list[tuple[dict[str, str], Scenario]]:
     """One validated scenario per grid point, in grid order (first axis varies slowest)."""
+    _check_serving_axes(loaded, axes)
     points = itertools.product(*[list(zip(a.values, a.texts, strict=True)) for a in axes])
     out = []
     packets: dict[tuple, LoadedPacket] = {}
@@ -160,14 +194,24 @@ def scenarios(
     return out
 
 
-def grid_points(loaded: LoadedPacket, candidate: str | None, axes: Sequence[Axis]) -> list[Point]:
+def grid_points(
+    loaded: LoadedPacket, candidate: str | None, axes: Sequence[Axis]
+) -> list[Point | ServingPoint]:
     """The grid as work units, in grid order. Every point's plan spans batch sizes up to the
     largest max_batch of the grid, so points that differ only in runtime knobs share a plan
-    (and a worker builds its table once)."""
+    (and a worker builds its table once). Serving points carry their iteration plan, shared
+    likewise by points that differ only in the arrival rate, seed or KV capacity."""
     points = scenarios(loaded, candidate, axes)
     largest = max(s.config.batch_policy.max_batch for _, s in points)
     sizes = range(1, largest + 1)
-    return [Point(s.runtime, plan_of(s, sizes), tuple(labels.items())) for labels, s in points]
+    return [_point(s, sizes, tuple(labels.items())) for labels, s in points]
+
+
+def _point(scenario: Scenario, sizes: range, labels: tuple) -> Point | ServingPoint:
+    if scenario.is_serving:
+        plan = iteration_plan(scenario.config, scenario.serving, scenario.hardware, scenario.block)
+        return ServingPoint(scenario.serving, plan, labels)
+    return Point(scenario.runtime, plan_of(scenario, sizes), labels)
 
 
 def run_grid(

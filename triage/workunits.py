@@ -12,6 +12,11 @@ each depends only on its configuration, plan and seed. A process that runs a chu
 freed heap for the next point's arrays (tune_allocator: a Dask worker's nanny-set malloc
 trim threshold would map and unmap them every point).
 
+A `ServingPoint` is the same for a serving packet's continuous scheduler: its `ServingConfig`
+(seed, lengths, policy) and an `IterationPlan` (triage/serving_scenario.py), the arguments of
+the iteration table; its row is `serving_row` of the summary `workbench run --json` prints, so
+a sweep point or matrix cell at a packet's own settings has exactly the run's figures.
+
 The default executor is a local thread pool (the numba kernel releases the GIL); `--scheduler`
 passes a Dask `Client.get_executor()` instead (workbench/core/cluster.py).
 """
@@ -35,12 +40,15 @@ from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import HardwareEnvelope
 from model.compiler.service_table import FallbackPolicy, build_service_table
 from model.runtime.inputs import RuntimeConfig
+from model.runtime.serving import ServingConfig, simulate_serving
+from model.runtime.serving_summary import serving_summary
 from model.runtime.simulate import simulate
 from model.runtime.stats import headline
 from model.runtime.sweep import headline_row
 from model.runtime.workload import RequestStream, generate_requests
 from model.service import ServiceTable
 from packets.model_specs import fusion_spec, tile_spec
+from triage.serving_scenario import IterationPlan, serving_row
 
 if TYPE_CHECKING:
     from triage.scenario import Scenario
@@ -49,6 +57,11 @@ CHUNK_TARGET_S = 1.0
 """Seconds of work per chunk: a Dask task costs ~1 ms of scheduling and a round trip, so a
 chunk of about a second keeps that overhead near 0.1% (NOTES.md: tasks under ~10 ms gain
 nothing from a cluster)."""
+
+SERVING_SECONDS_PER_REQUEST = 5e-6
+"""CPU cost of one simulated request of the continuous scheduler, summary included: about 0.1 s
+per 20,000-request point of the llm-serving-continuous example (5-8 iterations per request) on
+this project's 2-core machines (BENCHMARKS.md "Serving sweeps"). Only sizes chunks."""
 
 SECONDS_PER_REQUEST = 7.5e-7
 """CPU cost of one simulated request in a sweep point: about 15 ms per 20,000-request point of
@@ -184,16 +197,31 @@ class Point:
     labels: tuple[tuple[str, Any], ...] = ()
 
 
+@dataclass(frozen=True)
+class ServingPoint:
+    """One run of the continuous scheduler: its configuration, its iteration plan (None:
+    pinned distribution) and the label columns its row starts with."""
+
+    serving: ServingConfig
+    plan: IterationPlan | None
+    labels: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def requests(self) -> int:
+        return int(self.serving.workload.requests)
+
+
 class _Cache:
-    """Per-process caches of service tables (every distinct plan) and request streams (LRU)."""
+    """Per-process caches of service and iteration tables (every distinct plan) and request
+    streams (LRU)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.tables: dict[PlanSpec, ServiceTable] = {}
+        self.tables: dict[PlanSpec | IterationPlan, Any] = {}
         self.streams: OrderedDict[tuple, RequestStream] = OrderedDict()
         self.tables_built = 0
 
-    def table(self, plan: PlanSpec) -> ServiceTable:
+    def table(self, plan: PlanSpec | IterationPlan):
         with self.lock:
             found = self.tables.get(plan)
         if found is not None:
@@ -229,27 +257,42 @@ def tables_built() -> int:
     return _CACHE.tables_built
 
 
-def run_point(point: Point) -> dict:
+def run_point(point: Point | ServingPoint) -> dict:
     """One run's row: its labels, then headline figures (ms, per s, ratios)."""
+    if isinstance(point, ServingPoint):
+        return run_serving_point(point)
     table = _CACHE.table(point.plan) if point.plan is not None else None
     result = simulate(point.runtime, table, stream=_CACHE.stream(point.runtime))
     return {**dict(point.labels), **headline_row(headline(result))}
 
 
-def run_chunk(points: Sequence[Point]) -> list[dict]:
+def run_serving_point(point: ServingPoint) -> dict:
+    """A serving run's row: its labels, then `serving_row` of its summary."""
+    table = _CACHE.table(point.plan) if point.plan is not None else None
+    result = simulate_serving(point.serving, table)
+    return {**dict(point.labels), **serving_row(serving_summary(result, table))}
+
+
+def run_chunk(points: Sequence[Point | ServingPoint]) -> list[dict]:
     """Run a chunk of points in order (the task a worker receives); the process's allocator
     is tuned first (tune_allocator), on a Dask worker as here."""
     tune_allocator()
     return [run_point(p) for p in points]
 
 
-def chunk_size(points: Sequence[Point], parallelism: int) -> int:
+def _cost_s(point: Point | ServingPoint) -> float:
+    """Estimated CPU seconds of one point (sizes chunks only)."""
+    if isinstance(point, ServingPoint):
+        return point.requests * SERVING_SECONDS_PER_REQUEST
+    return point.runtime.workload.requests * SECONDS_PER_REQUEST
+
+
+def chunk_size(points: Sequence[Point | ServingPoint], parallelism: int) -> int:
     """Points per chunk: about CHUNK_TARGET_S of work, but at least CHUNKS_PER_WORKER chunks
     per worker thread when there are enough points."""
     if not points:
         return 1
-    requests = max(p.runtime.workload.requests for p in points)
-    by_cost = max(1, math.floor(CHUNK_TARGET_S / (requests * SECONDS_PER_REQUEST)))
+    by_cost = max(1, math.floor(CHUNK_TARGET_S / max(_cost_s(p) for p in points)))
     spread = max(1, math.ceil(len(points) / (CHUNKS_PER_WORKER * max(1, parallelism))))
     return min(by_cost, spread)
 
@@ -260,7 +303,7 @@ def default_parallelism() -> int:
 
 
 def run_points(
-    points: Sequence[Point],
+    points: Sequence[Point | ServingPoint],
     executor: Executor | None = None,
     *,
     parallelism: int | None = None,

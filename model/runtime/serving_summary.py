@@ -143,6 +143,7 @@ def serving_summary(
         "iterations": len(it.start_ms),
         "preemptions": int(r.preemptions[m].sum()),
         "preempted_requests": int((r.preemptions[m] > 0).sum()),
+        "preemption_rate": float(r.preemptions[m].sum() / m.sum()) if m.any() else None,
         "prefill_fallback_rate": prefill_fallback_rate(result, table),
         "kv_cache": {
             "capacity_tokens_per_engine": int(capacity) if capacity else None,

@@ -28,6 +28,7 @@ distributed = pytest.importorskip("distributed")
 
 DEFAULT = example_path("fusion-tiling-llama-decode")
 MAPPING = example_path("mapping-dynamic-shapes")
+SERVING = example_path("llm-serving-continuous")
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +130,30 @@ def test_cluster_matrix_gives_the_local_cells(cluster: distributed.Client) -> No
     assert seen[-1] == (16, 16) and [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
+def test_serving_sweep_and_matrix_on_the_cluster_give_the_local_results(
+    cluster: distributed.Client,
+) -> None:
+    """Serving work units (the continuous scheduler's config and iteration plan) travel to
+    worker processes and come back with the local rows, in order."""
+    loaded = load_packet(SERVING)
+    axes = _axes(
+        "inputs.workload.requests=2000",
+        "batch_policy.chunked_prefill=true",
+        "batch_policy.max_num_batched_tokens=512,768,2048",
+    )
+    local = run_grid(loaded, None, axes)
+    remote = run_grid(loaded, None, axes, cluster.get_executor(), parallelism=2)
+    assert remote.height == 3 and remote.equals(local)
+    assert len(set(remote["ttft_p95_ms"].to_list())) == 3
+    spec = MatrixSpec(load_factors=(1.0,), seeds=2, requests=2000)
+    here = run_matrix(loaded, "chunked-prefill-768", spec)
+    there = run_matrix(
+        loaded, "chunked-prefill-768", spec, executor=cluster.get_executor(), parallelism=2
+    )
+    assert there == here
+    assert all(c.tpot_p95_ms is not None for c in there.cells)
+
+
 def test_cli_sweep_on_the_scheduler_prints_the_local_rows_and_parquet(
     cluster: distributed.Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,6 +179,19 @@ def test_cluster_search_gives_the_local_trials_and_candidate(cluster: distribute
     ]
     assert remote.best is not None and remote.best.number == local.best.number
     assert [t.number for t in remote.pareto] == [t.number for t in local.pareto]
+
+
+def test_cluster_serving_search_gives_the_local_trials(cluster: distributed.Client) -> None:
+    loaded = load_packet(SERVING)
+    local = run_search(loaded, 8, 3, "tpot_p95", requests=2000)
+    remote = run_search(
+        loaded, 8, 3, "tpot_p95", cluster.get_executor(), parallelism=2, requests=2000
+    )
+    assert [(t.params, t.row, t.refused) for t in remote.trials] == [
+        (t.params, t.row, t.refused) for t in local.trials
+    ]
+    assert any(t.row is not None and "tpot_p95_ms" in t.row for t in remote.trials)
+    assert remote.best is not None and remote.best.number == local.best.number
 
 
 def test_cli_validates_several_packets_on_the_scheduler_one_line_each(

@@ -84,3 +84,30 @@ def test_json_schema_accepts_examples_shape(capsys: pytest.CaptureFixture[str]) 
         data = yaml.safe_load(example_bytes(name))
         assert set(data) <= set(schema["properties"])
         assert set(schema["required"]) <= set(data)
+
+
+# The Azure LLM inference trace 2023, conversation service (the serving example's comments):
+# published median prompt 1,020 tokens, median output 129, output P95 451.
+AZURE_CONV = {"prompt_p50": 1020, "output_p50": 129, "output_p95": 451}
+SLAB_CUMULATIVE = (0.10, 0.25, 0.40, 0.60, 0.80, 0.925, 0.975, 1.0)
+
+
+def test_the_serving_example_draws_the_cited_trace_quantiles() -> None:
+    """Each length mix is the trace's quantile bins (packets/FORMAT.md "Length mixes from a
+    trace"): the slab probabilities, ascending values, and draws whose median (and output
+    P95) are the published figures."""
+    import numpy as np
+
+    from packets.examples import example_path
+    from packets.load import load_packet
+    from triage.scenario import build_scenario
+
+    serving = build_scenario(load_packet(example_path("llm-serving-continuous"))).serving
+    for mix in (serving.prompt_len, serving.output_len):
+        assert list(mix.values) == sorted(mix.values)
+        assert np.cumsum(mix.weights).round(6).tolist() == list(SLAB_CUMULATIVE)
+    rng = np.random.default_rng(1)
+    prompts, outputs = serving.prompt_len.draw(200_000, rng), serving.output_len.draw(200_000, rng)
+    assert np.percentile(prompts, 50) == AZURE_CONV["prompt_p50"]
+    assert np.percentile(outputs, 50) == AZURE_CONV["output_p50"]
+    assert np.percentile(outputs, 95) == AZURE_CONV["output_p95"]

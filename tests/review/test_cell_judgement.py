@@ -155,3 +155,20 @@ def test_default_example_overload_misses_throughput_against_its_offer(tmp_path: 
         r.startswith("throughput at load x3 on the long-tail mix: ") and "offered 750.0/s" in r
         for r in out.release.reasons
     )
+
+
+def test_a_serving_cell_is_also_held_to_ttft_and_tpot() -> None:
+    sla = Sla(p95_ms=16500.0, p99_ms=21000.0, ttft_p95_ms=500.0, tpot_p95_ms=22.5)
+    row = {"latency_p95_ms": 15000.0, "latency_p99_ms": 18000.0, "throughput_per_s": 5.0,
+           "ttft_p95_ms": 755.0, "tpot_p95_ms": 21.9}  # fmt: skip
+    missed = judge_cell(sla, 1.0, 5.0, row, tolerance=0.05)
+    assert [(m.metric, m.value, m.target) for m in missed] == [("ttft_p95_ms", 755.0, 500.0)]
+    assert miss_text(missed[0]) == "TTFT p95 755.00 ms > 500.00 ms (SLA ttft_p95_ms)"
+    row["tpot_p95_ms"] = 31.4
+    assert {m.metric for m in judge_cell(sla, 1.0, 5.0, row, 0.05)} == {
+        "ttft_p95_ms",
+        "tpot_p95_ms",
+    }
+    # a dynamic-batcher row carries no TTFT/TPOT: only the tails and keep-up are judged
+    dynamic = {k: row[k] for k in ("latency_p95_ms", "latency_p99_ms", "throughput_per_s")}
+    assert judge_cell(sla, 1.0, 5.0, dynamic, 0.05) == []

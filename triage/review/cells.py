@@ -4,7 +4,9 @@ Textual-free and light (no model imports), so the release rule, the report and t
 p95 and p99 are held to the SLA at every load. Throughput is held to the load the cell offered
 (it kept up, within the run's sampling tolerance) at every load, and to the production floor
 `min_throughput_per_s` only at production load and above: a half-load cell is offered half the
-production rate and can never serve more, so the floor says nothing about it.
+production rate and can never serve more, so the floor says nothing about it. A serving
+cell (its figures carry ttft_p95_ms and tpot_p95_ms) is also held to the SLA's `ttft_p95_ms`
+and `tpot_p95_ms` at every load, as p95 and p99 (end-to-end latency there) are.
 """
 
 from __future__ import annotations
@@ -43,14 +45,17 @@ def judge_cell(
     tolerance: float,
 ) -> list[CellMiss]:
     """The targets a cell missed (empty: it meets what its load asks). `figures` holds
-    latency_p95_ms, latency_p99_ms (ms) and throughput_per_s (1/s) of the run; `tolerance` is
-    the keep-up tolerance (`keep_up_tolerance`) for this cell's run."""
+    latency_p95_ms, latency_p99_ms (ms) and throughput_per_s (1/s) of the run, and for a
+    serving run ttft_p95_ms and tpot_p95_ms (ms); `tolerance` is the keep-up tolerance
+    (`keep_up_tolerance`) for this cell's run."""
     misses = []
     for metric, column, target in (
         ("p95_ms", "latency_p95_ms", sla.p95_ms),
         ("p99_ms", "latency_p99_ms", sla.p99_ms),
+        ("ttft_p95_ms", "ttft_p95_ms", sla.ttft_p95_ms),
+        ("tpot_p95_ms", "tpot_p95_ms", sla.tpot_p95_ms),
     ):
-        if figures[column] > target:
+        if target is not None and figures.get(column) is not None and figures[column] > target:
             misses.append(CellMiss(metric=metric, value=figures[column], target=target,
                                    basis=f"SLA {metric}"))  # fmt: skip
     served = figures["throughput_per_s"]
@@ -65,8 +70,20 @@ def judge_cell(
     return misses
 
 
-UNITS = {"p95_ms": " ms", "p99_ms": " ms", "throughput_per_s": "/s"}
-NAMES = {"p95_ms": "p95", "p99_ms": "p99", "throughput_per_s": "throughput"}
+UNITS = {
+    "p95_ms": " ms",
+    "p99_ms": " ms",
+    "throughput_per_s": "/s",
+    "ttft_p95_ms": " ms",
+    "tpot_p95_ms": " ms",
+}
+NAMES = {
+    "p95_ms": "p95",
+    "p99_ms": "p99",
+    "throughput_per_s": "throughput",
+    "ttft_p95_ms": "TTFT p95",
+    "tpot_p95_ms": "TPOT p95",
+}
 
 
 def miss_figures(miss: CellMiss) -> str:

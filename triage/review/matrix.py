@@ -9,6 +9,12 @@ footprint against capacity, spill per request) and the peak HBM demand it reache
 
 Each cell is judged on what its load asks (triage/review/cells.py) and records every target it
 missed with the metric, its value and the target.
+
+A serving packet's cells run the continuous scheduler (triage/serving_scenario.py): its shape
+mixes are the prompt-length mix (`generation.prompt_len`, the output mix unchanged) and its
+long-tail reversal, each cell records TTFT and TPOT p95, tokens/s, preemptions per request and
+the KV-cache peak besides the latency tails, and is judged on the serving SLA (TTFT p95, TPOT
+p95, latency p95/p99, keeping up). The memory check adds the KV-cache peak and preemptions.
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from model.runtime.inputs import ShapeMix
+from model.runtime.serving import LengthMix
 from packets.candidates import BASELINE, find_candidate
 from packets.schema import MatrixCell, MemoryCheck, NamedShapeMix, Packet, ValidationMatrix
 from triage.review.cells import judge_cell, keep_up_tolerance
-from triage.review.common import PRODUCTION, inputs_sha256
+from triage.review.common import PRODUCTION, inputs_sha256, is_serving_packet
 from triage.scenario import Scenario, build_scenario
+from triage.serving_scenario import GENERATION, iteration_plan, with_cell
 from triage.workunits import Cancelled as Cancelled  # raised between chunks
-from triage.workunits import Point, plan_of, run_points
+from triage.workunits import Point, ServingPoint, plan_of, run_points
 
 if TYPE_CHECKING:
     from packets.load import LoadedPacket
@@ -54,8 +62,11 @@ class MatrixSpec:
 
 
 def shape_mixes(packet: Packet) -> list[NamedShapeMix]:
-    """The packet's mix (labelled production or synthetic) and the long-tail stress mix."""
-    mix = packet.inputs.workload.shapes.seq_len
+    """The packet's mix (labelled production or synthetic) and the long-tail stress mix: the
+    seq_len mix, or for a serving packet the prompt-length mix."""
+    workload = packet.inputs.workload
+    serving = is_serving_packet(packet) and workload.generation is not None
+    mix = workload.generation.prompt_len if serving else workload.shapes.seq_len
     source = packet.inputs.workload.shape_source
     order = np.argsort(mix.values)
     values = [mix.values[i] for i in order]
@@ -146,8 +157,7 @@ def run_matrix(
         for seed in seeds
         for name in scenarios
     ]
-    plans = {name: plan_of(s) for name, s in scenarios.items()}
-    work = [Point(_cell_config(scenarios[n], f, m, s, requests), plans[n]) for f, m, s, n in plan]
+    work = _work(scenarios, plan, requests)
     rows = run_points(
         work, executor, parallelism=parallelism, progress=progress, cancelled=cancelled
     )
@@ -170,6 +180,7 @@ def run_matrix(
                 throughput_per_s=row["throughput_per_s"],
                 fallback_rate=row["fallback_rate"],
                 hbm_peak_demand_ratio=row["hbm_peak_demand_ratio"],
+                **{k: row.get(k) for k in SERVING_CELL},
                 sla_ok=not missed,
                 missed=missed,
             )
@@ -181,7 +192,12 @@ def run_matrix(
         name: max((c.hbm_peak_demand_ratio or 0.0) for c in cells if c.config == name) or None
         for name in scenarios
     }
+    kv = {name: _worst(cells, name, "kv_peak_ratio") for name in scenarios}
+    preempt = {name: _worst(cells, name, "preemption_rate") for name in scenarios}
     verdict = _memory_verdict(over, spill, base_spill, peaks[candidate], peaks[BASELINE])
+    if kv[candidate] is not None:
+        verdict += "; " + _kv_verdict(kv[candidate], kv[BASELINE], preempt[candidate],
+                                      preempt[BASELINE])  # fmt: skip
     return ValidationMatrix(
         inputs_sha256=inputs_sha256(packet),
         candidate=candidate,
@@ -198,9 +214,58 @@ def run_matrix(
             baseline_spill_mb_per_request=base_spill,
             hbm_peak_demand_ratio_max=peaks[candidate],
             baseline_hbm_peak_demand_ratio_max=peaks[BASELINE],
+            kv_peak_ratio_max=kv[candidate],
+            baseline_kv_peak_ratio_max=kv[BASELINE],
+            preemption_rate_max=preempt[candidate],
+            baseline_preemption_rate_max=preempt[BASELINE],
             verdict=verdict,
         ),
     )
+
+
+SERVING_CELL = ("ttft_p95_ms", "tpot_p95_ms", "tokens_per_s", "preemption_rate", "kv_peak_ratio")
+"""A serving cell's extra figures (its row's columns of the same names)."""
+
+
+def _work(
+    scenarios: dict[str, Scenario],
+    plan: Sequence[tuple[float, NamedShapeMix, int, str]],
+    requests: int,
+) -> list[Point | ServingPoint]:
+    """One work unit per cell: the dynamic batcher's, or a serving packet's continuous ones."""
+    if not all(s.is_serving for s in scenarios.values()):
+        plans = {name: plan_of(s) for name, s in scenarios.items()}
+        return [
+            Point(_cell_config(scenarios[n], f, m, s, requests), plans[n]) for f, m, s, n in plan
+        ]
+    plans = {
+        name: iteration_plan(s.config, s.serving, s.hardware, s.block)
+        for name, s in scenarios.items()
+    }
+    return [
+        ServingPoint(_serving_cell(scenarios[n], f, m, s, requests), plans[n])
+        for f, m, s, n in plan
+    ]
+
+
+def _serving_cell(scenario: Scenario, factor: float, mix: NamedShapeMix, seed: int,
+                  requests: int):  # fmt: skip
+    prompts = LengthMix(f"{GENERATION}.prompt_len", tuple(mix.values), tuple(mix.weights))
+    return with_cell(scenario.serving, rate_per_s=_base_rate(scenario) * factor,
+                     prompt_len=prompts, seed=seed, requests=requests)  # fmt: skip
+
+
+def _worst(cells: Sequence[MatrixCell], config: str, field: str) -> float | None:
+    values = [getattr(c, field) for c in cells if c.config == config]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def _kv_verdict(peak: float, base: float | None, rate: float | None, base_rate: float | None):
+    text = f"KV cache peak {peak:.0%} of capacity (baseline {(base or 0.0):.0%})"
+    if rate:
+        text += f"; {rate:.3f} preemptions per request (baseline {(base_rate or 0.0):.3f})"
+    return text
 
 
 def _memory_verdict(

@@ -2,7 +2,11 @@
 
 Every configuration runs on the same workload slice (the packet's seed, request count, load and
 production shape mix); the chosen candidate is compared with the baseline and every rejected
-alternative on one primary metric, tail first.
+alternative on one primary metric, tail first. A serving packet's configurations run the
+continuous scheduler (as `workbench run`); its primary metric defaults to TPOT p95
+(`default_metric`), and its baseline's bottleneck is the largest part of the slowest 1%'s
+latency (queueing, prefill, decode, prefill interference, preemption) unless the run's summary
+carries its own classification.
 """
 
 from __future__ import annotations
@@ -20,20 +24,62 @@ from packets.schema import (
     TailFigures,
 )
 from triage.review.common import (
+    default_metric,
     inputs_sha256,
     lower_is_better,
     metric_value,
     tail_figures,
     workload_slice,
 )
-from triage.runs import run_scenario
-from triage.scenario import build_scenario
+from triage.runs import run_scenario, run_serving_scenario
+from triage.scenario import Scenario, build_scenario
 
 if TYPE_CHECKING:
     from packets.load import LoadedPacket
 
 BROAD_BUNDLE_KNOBS = 3  # more knobs than this at once is a broad tuning bundle
 EVIDENCE_ROLES = ("kernel-performance-owner", "runtime-lead")  # profile traces + bottleneck map
+SECONDARY_SHARE = 0.10
+"""A serving latency part is a secondary finding from this share of the slowest 1%'s latency."""
+SERVING_PARTS = {
+    "queueing": "queueing: waiting for a slot before the first iteration (load)",
+    "prefill": "prefill compute (the request's own prompt)",
+    "decode": "decode steps (memory-bound, at the batch's pure-decode speed)",
+    "prefill_interference": "prefill interference: other prompts' tokens in its decode steps",
+    "preemption": "KV-cache preemption and recompute",
+}
+"""Serving latency parts (model/runtime/serving_summary.py COMPOSITION) as bottleneck classes."""
+
+
+def run_summary(scenario: Scenario, path: str) -> dict:
+    """The run's JSON contract: the continuous scheduler for a serving configuration, else the
+    dynamic batcher (as `workbench run`)."""
+    if scenario.is_serving:
+        return run_serving_scenario(scenario, path).summary
+    return run_scenario(scenario, path).summary
+
+
+def serving_classification(summary: dict) -> dict:
+    """A serving run's classification from its slowest 1%'s latency parts: the largest part is
+    primary, every other part of at least SECONDARY_SHARE secondary (value: share, 0-1)."""
+    slowest = summary["tail_attribution_ms"]["slowest_1pct"]
+    total = slowest["latency_ms"] or 1.0
+    evidence = {f"{p}_ms": float(slowest[p]) for p in SERVING_PARTS}
+    shares = sorted(((slowest[p] / total, p) for p in SERVING_PARTS), key=lambda x: (-x[0], x[1]))
+
+    def entry(share: float, part: str, threshold: str) -> dict:
+        return {"class": SERVING_PARTS[part], "metric": f"{part} share of the slowest 1%'s "
+                "latency", "value": share, "threshold": threshold, "evidence": evidence}  # fmt: skip
+
+    first_share, first = shares[0]
+    return {
+        "primary": entry(first_share, first, "largest part"),
+        "secondary": [
+            entry(share, part, f">= {SECONDARY_SHARE:.0%}")
+            for share, part in shares[1:]
+            if share >= SECONDARY_SHARE
+        ],
+    }
 
 
 def _finding(entry: dict) -> ClassFinding:
@@ -57,8 +103,8 @@ def _evidence_artifact(packet: Packet) -> str | None:
 def classify(loaded: LoadedPacket, path: str) -> Classification:
     """Run the baseline on the packet's slice and record its bottleneck classification."""
     scenario = build_scenario(loaded)
-    summary = run_scenario(scenario, path).summary
-    found = summary["classification"]
+    summary = run_summary(scenario, path)
+    found = summary.get("classification") or serving_classification(summary)
     return Classification(
         inputs_sha256=inputs_sha256(loaded.packet),
         primary=_finding(found["primary"]),
@@ -70,7 +116,7 @@ def classify(loaded: LoadedPacket, path: str) -> Classification:
 
 
 def _delta(metric: str, value: float, reference: float) -> str:
-    unit = "/s" if metric == "throughput_per_s" else " ms"
+    unit = "/s" if not lower_is_better(metric) else " ms"
     change = (value - reference) / reference if reference else 0.0
     return (
         f"{metric.removesuffix('_ms')} {value:,.2f}{unit} vs {reference:,.2f}{unit} ({change:+.1%})"
@@ -90,6 +136,10 @@ def rejection_reason(metric: str, alt: TailFigures, chosen: TailFigures, knobs: 
         parts.append(f"better {_delta(metric, a, c)}, but not chosen")
     if alt.p99_ms > chosen.p99_ms and metric != "p99_ms":
         parts.append(f"worse {_delta('p99_ms', alt.p99_ms, chosen.p99_ms)}")
+    for other in ("ttft_p95_ms", "tpot_p95_ms"):  # the serving trade-off, named both ways
+        a_o, c_o = getattr(alt, other), getattr(chosen, other)
+        if other != metric and a_o is not None and c_o is not None and a_o != c_o:
+            parts.append(f"{'worse' if a_o > c_o else 'better'} {_delta(other, a_o, c_o)}")
     if len(knobs) > BROAD_BUNDLE_KNOBS:
         parts.append(f"changes {len(knobs)} knobs at once (broad tuning bundle)")
     return "; ".join(parts) or f"ties the chosen candidate on {metric}"
@@ -101,10 +151,12 @@ def propose(
     candidate: str,
     rationale: str,
     trade_offs: list[str] | None = None,
-    primary_metric: str = "p99_ms",
+    primary_metric: str | None = None,
 ) -> Mitigation:
     """The mitigation proposal for `candidate` (KeyError for an unknown candidate, ValueError for
-    an unknown metric or an empty rationale)."""
+    an unknown metric, a serving metric on a packet without serving, or an empty rationale).
+    `primary_metric` defaults to `default_metric` of the packet."""
+    primary_metric = primary_metric or default_metric(loaded.packet)
     if primary_metric not in PRIMARY_METRICS:
         raise ValueError(f"primary metric must be one of {', '.join(PRIMARY_METRICS)}")
     if not rationale.strip():
@@ -115,8 +167,9 @@ def propose(
     slices = {}
     for name in [BASELINE, *(c.name for c in packet.candidates)]:
         scenario = build_scenario(loaded, None if name == BASELINE else name)
-        runs[name] = tail_figures(run_scenario(scenario, path).summary)
+        runs[name] = tail_figures(run_summary(scenario, path))
         slices[name] = workload_slice(scenario, path)
+    metric_value(runs[BASELINE], primary_metric)  # ValueError: a serving metric, no serving
     knobs = changed_knobs(packet, candidate)
     chosen = runs[candidate]
     rejected = []
@@ -147,3 +200,14 @@ def propose(
         broad_tuning_bundle=len(knobs) > BROAD_BUNDLE_KNOBS,
         rejected=rejected,
     )
+
+
+def ranking(mitigation: Mitigation) -> list[tuple[str, float]]:
+    """The baseline, the chosen candidate and every packet alternative, best first on the
+    proposal's primary metric (ties in name order): (name, value)."""
+    metric = mitigation.primary_metric
+    named = [("baseline", mitigation.baseline), (mitigation.candidate, mitigation.chosen)]
+    named += [(a.candidate, a.tail) for a in mitigation.rejected if "/" not in a.candidate]
+    sign = 1.0 if lower_is_better(metric) else -1.0
+    values = [(name, metric_value(tail, metric)) for name, tail in named]
+    return sorted(values, key=lambda item: (sign * item[1], item[0]))

@@ -11,8 +11,10 @@ RULE (also written into every recommendation):
   ship         otherwise.
 A cell misses the SLA by what its load asks (triage/review/matrix.py, `judge_cell`): p95 or
 p99 above the SLA at any load, throughput below its offered rate (less the run's sampling
-tolerance) at any load, or below `min_throughput_per_s` at production load and above. Every
-reason names the metric, its value and its target.
+tolerance) at any load, or below `min_throughput_per_s` at production load and above; a
+serving packet's cells also miss on TTFT p95 or TPOT p95 above the SLA's targets, and its
+primary metric may be one of them (or tokens/s). Every reason names the metric, its value and
+its target.
 An owner may override the computed decision only with a written rationale, which is recorded
 next to the computed one.
 """
@@ -24,7 +26,13 @@ from statistics import median
 
 from packets.schema import CellMiss, MatrixCell, Override, Packet, Release
 from triage.review.cells import NAMES, PRODUCTION_LOAD, miss_figures
-from triage.review.common import PRODUCTION, inputs_sha256, lower_is_better, metric_value
+from triage.review.common import (
+    PRODUCTION,
+    inputs_sha256,
+    is_serving_packet,
+    lower_is_better,
+    metric_value,
+)
 from triage.review.guards import BLOCK, WARN, review_guards
 
 MIN_IMPROVEMENT = 0.05
@@ -37,6 +45,7 @@ RULE = (
     "short of its offered rate (less sampling tolerance) or, at load >= x1, of "
     "min_throughput_per_s"
 )
+SERVING_RULE = "; serving cells also miss when TTFT p95 or TPOT p95 exceed the SLA"
 
 
 def _worst(values: list[float], metric: str) -> float:
@@ -70,10 +79,10 @@ def missed_reasons(cells: list[MatrixCell]) -> list[str]:
 
 
 def _median_metric(cells, metric: str) -> float | None:
-    field = {"p99_ms": "p99_ms", "p95_ms": "p95_ms", "throughput_per_s": "throughput_per_s"}
-    if metric not in field or not cells:
+    fields = ("p99_ms", "p95_ms", "throughput_per_s", "ttft_p95_ms", "tpot_p95_ms", "tokens_per_s")
+    if metric not in fields or not cells or any(getattr(c, metric) is None for c in cells):
         return None
-    return median(getattr(c, field[metric]) for c in cells)
+    return median(getattr(c, metric) for c in cells)
 
 
 def recommend(packet: Packet) -> tuple[str, list[str]]:
@@ -120,7 +129,7 @@ def release(packet: Packet, override: Override | None = None) -> Release:
         inputs_sha256=inputs_sha256(packet),
         recommendation=override.decision if override else decision,
         computed=decision,
-        rule=RULE,
+        rule=RULE + (SERVING_RULE if is_serving_packet(packet) else ""),
         reasons=reasons,
         override=override,
     )

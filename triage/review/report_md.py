@@ -14,9 +14,49 @@ if TYPE_CHECKING:
 
 
 def _tail(t: TailFigures) -> str:
-    return (f"p99 {t.p99_ms:,.2f} ms, p95 {t.p95_ms:,.2f} ms, p50 {t.p50_ms:,.2f} ms, "
+    serving = ""
+    if t.ttft_p95_ms is not None and t.tpot_p95_ms is not None:
+        serving = f"TTFT p95 {t.ttft_p95_ms:,.2f} ms, TPOT p95 {t.tpot_p95_ms:,.2f} ms, latency "
+    return (f"{serving}p99 {t.p99_ms:,.2f} ms, p95 {t.p95_ms:,.2f} ms, p50 {t.p50_ms:,.2f} ms, "
             f"mean {t.mean_ms:,.2f} ms, {t.throughput_per_s:,.1f}/s, SLA "
             f"{'met' if t.sla_ok else 'MISSED'}")  # fmt: skip
+
+
+def _serving(cells: list[MatrixCell]) -> bool:
+    return any(c.ttft_p95_ms is not None for c in cells)
+
+
+def _cells(cells: list[MatrixCell]) -> list[str]:
+    lines = [
+        "| load | mix | seed | config | p99 ms | p95 ms | throughput/s | fallback | HBM peak | SLA |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for cell in cells:
+        peak = "-" if cell.hbm_peak_demand_ratio is None else f"{cell.hbm_peak_demand_ratio:.2f}x"
+        lines.append(
+            f"| x{cell.load_factor:g} | {cell.shape_mix} | {cell.seed} | {cell.config} | "
+            f"{cell.p99_ms:,.2f} | {cell.p95_ms:,.2f} | {cell.throughput_per_s:,.1f} | "
+            f"{cell.fallback_rate:.3f} | {peak} | {_verdict(cell)} |"
+        )
+    return lines
+
+
+def _serving_cells(cells: list[MatrixCell]) -> list[str]:
+    """A serving matrix: TTFT and TPOT p95 first, then the latency tails (end to end)."""
+    lines = [
+        "| load | mix | seed | config | TTFT p95 ms | TPOT p95 ms | p99 ms | p95 ms | tokens/s "
+        "| preemptions/request | KV peak | SLA |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in cells:
+        kv = "-" if c.kv_peak_ratio is None else f"{c.kv_peak_ratio:.0%}"
+        lines.append(
+            f"| x{c.load_factor:g} | {c.shape_mix} | {c.seed} | {c.config} | "
+            f"{c.ttft_p95_ms:,.2f} | {c.tpot_p95_ms:,.2f} | {c.p99_ms:,.2f} | {c.p95_ms:,.2f} | "
+            f"{c.tokens_per_s or 0.0:,.0f} | {c.preemption_rate or 0.0:.3f} | {kv} | "
+            f"{_verdict(c)} |"
+        )
+    return lines
 
 
 def _verdict(cell: MatrixCell) -> str:
@@ -112,18 +152,8 @@ def markdown_report(
             f"Candidate {v.candidate}; {len(v.load_factors)} loads x {len(v.shape_mixes)} "
             f"mixes x {len(v.seeds)} seeds, {v.requests:,} requests each.",
             "",
-            "| load | mix | seed | config | p99 ms | p95 ms | throughput/s | fallback | HBM peak | SLA |",
-            "|---:|---|---:|---|---:|---:|---:|---:|---:|---|",
         ]
-        for cell in v.cells:
-            peak = (
-                "-" if cell.hbm_peak_demand_ratio is None else f"{cell.hbm_peak_demand_ratio:.2f}x"
-            )
-            lines.append(
-                f"| x{cell.load_factor:g} | {cell.shape_mix} | {cell.seed} | {cell.config} | "
-                f"{cell.p99_ms:,.2f} | {cell.p95_ms:,.2f} | {cell.throughput_per_s:,.1f} | "
-                f"{cell.fallback_rate:.3f} | {peak} | {_verdict(cell)} |"
-            )
+        lines += _serving_cells(v.cells) if _serving(v.cells) else _cells(v.cells)
         lines += ["", f"Memory check: {v.memory.verdict}", ""]
     lines += ["## Rollback triggers", ""]
     lines += [

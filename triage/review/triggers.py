@@ -4,6 +4,11 @@ Metric names are those of `workbench run --json` (latency_ms.p99, fallback_rate,
 monitoring system can evaluate the same figures. Windows follow the usual alerting practice of
 sustained breaches: 5 minutes for the hard SLA tail, longer for early warnings. Editable: the
 app and a hand edit may change any of them; review guards only require that some exist.
+
+A serving packet's matrix adds its SLA's TTFT p95 and TPOT p95 as revert triggers
+(`ttft_ms.p95`, `tpot_ms.p95`), pages on a preemption rate above what validation saw
+(`preemption_rate`: preemptions per measured request), and names its fallback figure
+`prefill_fallback_rate`, as `workbench run --json` does for such a run.
 """
 
 from __future__ import annotations
@@ -48,10 +53,13 @@ def default_triggers(packet: Packet, matrix: ValidationMatrix) -> list[RollbackT
                 derived_from=f"matrix: worst production p99 {worst_p99:.3f} ms, SLA {sla.p99_ms} ms",
             )
         )
+    serving = any(c.ttft_p95_ms is not None for c in cells)
+    if serving:
+        triggers += _serving_triggers(packet, cells)
     fallback = max(c.fallback_rate for c in cells)
     triggers.append(
         RollbackTrigger(
-            metric="fallback_rate",
+            metric="prefill_fallback_rate" if serving else "fallback_rate",
             comparison=">",
             threshold=round(fallback * 1.5 + 0.01, 4),
             window_s=900.0,
@@ -95,4 +103,28 @@ def default_triggers(packet: Packet, matrix: ValidationMatrix) -> list[RollbackT
                 derived_from="precision quality threshold (the precision change's fallback path)",
             )
         )
+    return triggers
+
+
+def _serving_triggers(packet: Packet, cells: list) -> list[RollbackTrigger]:
+    """The serving SLA's TTFT and TPOT p95 (revert) and the validated preemption rate (page)."""
+    sla = packet.inputs.sla
+    triggers = [
+        RollbackTrigger(metric=f"{name}_ms.p95", comparison=">", threshold=target,
+                        window_s=300.0, action=REVERT, derived_from=f"SLA {name}_p95_ms")
+        for name, target in (("ttft", sla.ttft_p95_ms), ("tpot", sla.tpot_p95_ms))
+        if target is not None
+    ]  # fmt: skip
+    rates = [c.preemption_rate for c in cells if c.preemption_rate is not None]
+    worst = max(rates) if rates else 0.0
+    triggers.append(
+        RollbackTrigger(
+            metric="preemption_rate",
+            comparison=">",
+            threshold=round(worst * 1.5 + 0.01, 4),
+            window_s=900.0,
+            action="page the runtime owner: KV-cache pressure beyond what was validated",
+            derived_from=f"matrix: production preemptions per request {worst:.4f} (x1.5 + 0.01)",
+        )
+    )
     return triggers

@@ -22,12 +22,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--candidate", required=True, metavar="NAME")
     p.add_argument("--rationale", required=True, metavar="TEXT")
     p.add_argument("--trade-off", dest="trade_offs", action="append", default=[], metavar="TEXT")
-    p.add_argument("--metric", choices=PRIMARY_METRICS, default="p99_ms", help="primary metric")
+    p.add_argument(
+        "--metric", choices=PRIMARY_METRICS, default=None,
+        help="primary metric (default: tpot_p95_ms for a serving packet with a TPOT target, "
+        "else p99_ms)",
+    )  # fmt: skip
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from triage.review.proposal import classify, propose
+    from triage.review.proposal import classify, propose, ranking
     from triage.review.writing import with_outputs, write_packet
 
     loaded = load_packet(args.packet)
@@ -50,5 +54,7 @@ def run(args: argparse.Namespace) -> int:
           + (" (broad tuning bundle)" if m.broad_tuning_bundle else ""))  # fmt: skip
     for alt in m.rejected:
         print(f"  rejected {alt.candidate}: {alt.reason}")
+    ranked = ", ".join(f"{name} {value:,.2f}" for name, value in ranking(m))
+    print(f"ranked by {m.primary_metric}: {ranked}")
     print(f"wrote {args.packet}")
     return 0

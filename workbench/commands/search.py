@@ -19,6 +19,9 @@ from .sweep import _table, add_quiet_option, write_parquet
 
 DEFAULT_TRIALS = 64
 FRONT_COLUMNS = ("trial", "latency_p99_ms", "latency_p95_ms", "throughput_per_s", "sla")
+SERVING_FRONT_COLUMNS = ("trial", "tpot_p95_ms", "ttft_p95_ms", "latency_p99_ms", "tokens_per_s",
+                         "sla")  # fmt: skip
+OBJECTIVE_CHOICES = ("p99", "p95", "throughput", "ttft_p95", "tpot_p95", "tokens")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "with Optuna's TPE sampler (deterministic for a seed, locally or on a cluster). "
         "Configurations the model refuses are pruned; the SLA is a constraint. Saves the best "
         "as candidate NAME with its provenance and the top rejected alternatives, and prints "
-        "the Pareto front (p99 against throughput).",
+        "the Pareto front (p99 against throughput). A serving packet searches the continuous "
+        "scheduler's knobs (max_num_seqs, max_num_batched_tokens, chunked_prefill) with TTFT "
+        "and TPOT targets as constraints; its front is TPOT p95 against TTFT p95.",
     )
     p.add_argument("packet", type=Path, metavar="PACKET")
     p.add_argument(
@@ -37,8 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, help="sampler seed (default: the packet's seed)")
     p.add_argument(
-        "--objective", choices=("p99", "p95", "throughput"), default="p99",
-        help="what the best candidate is best at (default p99)",
+        "--objective", choices=OBJECTIVE_CHOICES, default=None,
+        help="what the best candidate is best at (default p99; a serving packet with a TPOT "
+        "target: tpot_p95; ttft_p95, tpot_p95 and tokens need a serving packet)",
     )  # fmt: skip
     p.add_argument(
         "--requests", type=positive_int, help="requests per trial (default: the packet's)"
@@ -78,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
     loaded = load_packet(args.packet)
     packet = loaded.packet
+    serving = packet.inputs.workload.block.phase == "serving"
+    if args.objective is None:
+        args.objective = "tpot_p95" if serving and packet.inputs.sla.tpot_p95_ms else "p99"
     seed = packet.seed if args.seed is None else args.seed
     if seed < 0:
         raise UsageError(f"--seed {seed}: must be >= 0")
@@ -88,10 +97,13 @@ def run(args: argparse.Namespace) -> int:
             "that name (a searched one would be replaced)"
         )
     with engine(args.scheduler) as where, progress_bar("search", args.quiet) as progress:
-        result = run_search(
-            loaded, args.trials, seed, args.objective, where.executor,
-            parallelism=where.parallelism, requests=args.requests, progress=progress,
-        )  # fmt: skip
+        try:
+            result = run_search(
+                loaded, args.trials, seed, args.objective, where.executor,
+                parallelism=where.parallelism, requests=args.requests, progress=progress,
+            )  # fmt: skip
+        except ValueError as exc:  # a serving objective on a packet without serving
+            raise UsageError(f"--objective {args.objective}: {exc}") from None
     if args.parquet is not None:
         write_parquet(trials_frame(result), args.parquet)
     base = packet.baseline
@@ -129,8 +141,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--save-as {args.save_as}: {first['msg']}") from None
     write_packet(loaded, updated)
     best = result.best.row
+    tails = ""
+    if "tpot_p95_ms" in best:
+        tails = f"TTFT p95 {best['ttft_p95_ms']:,.2f} ms, TPOT p95 {best['tpot_p95_ms']:,.2f} ms, "
     print(
-        f"best: trial {result.best.number}: p99 {best['latency_p99_ms']:,.2f} ms, "
+        f"best: trial {result.best.number}: {tails}p99 {best['latency_p99_ms']:,.2f} ms, "
         f"p95 {best['latency_p95_ms']:,.2f} ms, {best['throughput_per_s']:,.1f}/s; "
         f"{', '.join(knob_texts(base, result.best.config)) or 'the baseline itself'}"
     )
@@ -142,12 +157,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _front(result, base) -> str:
-    from triage.search import knob_texts
+    from triage.search import front_axes, knob_texts
 
+    serving = front_axes(result.trials)[0] == "tpot_p95_ms"
+    columns = SERVING_FRONT_COLUMNS if serving else FRONT_COLUMNS
     rows = [
-        {"trial": t.number, "latency_p99_ms": t.row["latency_p99_ms"],
-         "latency_p95_ms": t.row["latency_p95_ms"], "throughput_per_s": t.row["throughput_per_s"],
-         "sla": "ok" if t.feasible else "miss"}
+        {**{c: t.row[c] for c in columns if c not in ("trial", "sla")},
+         "trial": t.number, "sla": "ok" if t.feasible else "miss"}
         for t in result.pareto
     ]  # fmt: skip
     knobs = [" ".join(knob_texts(base, t.config)) or "(the baseline)" for t in result.pareto]
@@ -155,10 +171,10 @@ def _front(result, base) -> str:
     head = (
         f"{len(result.trials)} trials: {ran} ran, {len(result.trials) - ran} refused by the "
         f"model, {sum(t.feasible for t in result.trials)} meet the SLA. "
-        f"Pareto front (p99 against throughput):"
+        f"Pareto front ({'TPOT p95 against TTFT p95' if serving else 'p99 against throughput'}):"
     )
     if not rows:
         return head + " empty"
-    lines = _table(rows, list(FRONT_COLUMNS)).split("\n")
+    lines = _table(rows, list(columns)).split("\n")
     body = [f"{line}  {k}" for line, k in zip(lines[1:], knobs, strict=True)]
     return "\n".join([head, f"{lines[0]}  knobs", *body])

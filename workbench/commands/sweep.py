@@ -24,6 +24,22 @@ TABLE_COLUMNS = (
     "hbm_peak_demand_ratio",
     "p99_ok",
 )
+SERVING_TABLE_COLUMNS = (
+    "ttft_p95_ms",
+    "ttft_p99_ms",
+    "tpot_p95_ms",
+    "tpot_p99_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "tokens_per_s",
+    "throughput_per_s",
+    "preemptions",
+    "ttft_p95_ok",
+    "tpot_p95_ok",
+    "p95_ok",
+    "p99_ok",
+)
+"""A serving packet's points (continuous scheduler): TTFT and TPOT tails first."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run a grid of --set edits",
         description="Run the cartesian grid of --set values (a configuration knob such as "
         "batch_policy.max_batch or placement, or a packet field such as "
-        "inputs.workload.arrivals.rate_per_s) and print one row per point.",
+        "inputs.workload.arrivals.rate_per_s) and print one row per point. A serving packet's "
+        "points run the continuous scheduler (knobs batch_policy.max_num_seqs, "
+        "max_num_batched_tokens, chunked_prefill, kv_cache_tokens): TTFT, TPOT and latency "
+        "tails, tokens/s, preemptions and the serving SLA per point.",
     )
     p.add_argument("packet", type=Path, metavar="PACKET")
     p.add_argument(
@@ -90,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(frame.to_dicts(), indent=2, allow_nan=False))
     else:
         labels = [a.path for a in axes]
-        shown = frame.select([*labels, *[c for c in TABLE_COLUMNS if c in frame.columns]])
+        serving = "ttft_p95_ms" in frame.columns
+        columns = SERVING_TABLE_COLUMNS if serving else TABLE_COLUMNS
+        shown = frame.select([*labels, *[c for c in columns if c in frame.columns]])
         print(_table(shown.to_dicts(), shown.columns))
     return 0
 

@@ -103,6 +103,20 @@ def validate_one(path: Path, args: argparse.Namespace, where: Engine) -> str:
     missed = sum(not c.sla_ok for c in cand)
     return (
         f"{path}: {len(matrix.cells)} cells; candidate {matrix.candidate} meets the SLA in "
-        f"{len(cand) - missed} of {len(cand)}; memory: {matrix.memory.verdict}; "
-        f"{len(triggers)} rollback trigger(s); written"
+        f"{len(cand) - missed} of {len(cand)}{_serving_figures(cand)}; memory: "
+        f"{matrix.memory.verdict}; {len(triggers)} rollback trigger(s); written"
     )
+
+
+def _serving_figures(cells) -> str:
+    """A serving matrix's candidate at production load on its first mix: TTFT and TPOT p95,
+    median over seeds ('' for the dynamic batcher's cells)."""
+    from statistics import median
+
+    first = [c for c in cells if c.load_factor == 1.0 and c.ttft_p95_ms is not None]
+    first = [c for c in first if c.shape_mix == first[0].shape_mix] if first else []
+    if not first:
+        return ""
+    ttft = median(c.ttft_p95_ms for c in first)
+    tpot = median(c.tpot_p95_ms for c in first)
+    return f" (x1 {first[0].shape_mix}: TTFT p95 {ttft:,.1f} ms, TPOT p95 {tpot:,.2f} ms)"

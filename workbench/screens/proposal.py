@@ -45,6 +45,8 @@ class ProposalScreen(ComputeScreen):
     ]
 
     def compose_main(self) -> ComposeResult:
+        from triage.review.common import default_metric
+
         packet = self.workbench.working.packet
         m = packet.outputs.mitigation
         names = tuple(c.name for c in packet.candidates)
@@ -58,7 +60,7 @@ class ProposalScreen(ComputeScreen):
                     id="proposal-candidate",
                 )
                 yield self.form_editor(
-                    METRIC, m.primary_metric if m else "p99_ms", id="proposal-metric"
+                    METRIC, m.primary_metric if m else default_metric(packet), id="proposal-metric"
                 )
                 yield self.form_editor(
                     RATIONALE, m.rationale if m else None, id="proposal-rationale"
@@ -102,8 +104,10 @@ class ProposalScreen(ComputeScreen):
                 "error",
             )
             return
+        from triage.review.common import default_metric
+
         working = self.workbench.working
-        metric = self.form.get("primary metric") or "p99_ms"
+        metric = self.form.get("primary metric") or default_metric(working.packet)
         trade_offs = split_trade_offs(self.form.get("trade-offs"))
         count = len(working.packet.candidates)
 
