@@ -80,7 +80,10 @@ async def test_diagnose_shows_the_serving_tail_its_attribution_and_class(
         assert app.screen.query_one("#diagnose-serving-deck").display
         drivers = chart(app, "chart-serving-drivers")
         assert drivers.data is not None and drivers.drawn
-        assert drivers.data.categories == ("interference", "preemption", "fallback", "all off")
+        # one bar group per driver that could act in this run, then what is left with all off
+        labels = {"prefill_interference": "interference"}
+        expected = tuple(labels.get(d, d) for d in cf["drivers"])
+        assert drivers.data.categories == (*expected, "all off")
         latency = drivers.data.values("latency")
         p99 = cf["latency"]["p99_ms"]
         assert latency[0] == pytest.approx(
