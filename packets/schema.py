@@ -97,7 +97,7 @@ BatchSize = integer(gt=0, le=MAX_BATCH)
 class Strict(BaseModel):
     """Base for every section: unknown keys are errors, types are never coerced."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
 
 class Artifact(Strict):
@@ -461,6 +461,37 @@ class BatchPolicyPatch(Strict):
     kv_cache_tokens: integer(gt=0, le=MAX_KV_TOKENS) | None = None  # type: ignore[valid-type]
 
 
+class TailFigures(Strict):
+    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict."""
+
+    p99_ms: Float
+    p95_ms: Float
+    p50_ms: Float
+    mean_ms: Float
+    throughput_per_s: Float
+    sla_ok: Bool
+
+
+class Alternative(Strict):
+    """A candidate that was not chosen, with the measured reason it lost."""
+
+    candidate: Text
+    knobs: list[Text] = Field(default_factory=list)
+    tail: TailFigures
+    reason: Text
+
+
+class SearchProvenance(Strict):
+    """Where a searched candidate came from: the objective, the trials and seed, the command
+    that reproduces it, and the best alternatives it beat (cited by `propose`)."""
+
+    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
+    trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
+    seed: Seed
+    command: Text
+    rejected: list[Alternative] = Field(default_factory=list)
+
+
 class Candidate(Strict):
     """A named change against the baseline. Only the knobs it names differ from the baseline;
     `tiles` entries are merged per op (`auto` returns an op to the autotuner)."""
@@ -498,17 +529,6 @@ class WorkloadSlice(Strict):
     command: Text
 
 
-class TailFigures(Strict):
-    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict."""
-
-    p99_ms: Float
-    p95_ms: Float
-    p50_ms: Float
-    mean_ms: Float
-    throughput_per_s: Float
-    sla_ok: Bool
-
-
 class ClassFinding(Strict):
     """One bottleneck class with the metric and threshold that decided it."""
 
@@ -529,29 +549,6 @@ class Classification(Strict):
     tail: TailFigures
     slice: WorkloadSlice
     artifact: Text | None = Field(default=None, description="Artifact that proves it.")
-
-
-class Alternative(Strict):
-    """A candidate that was not chosen, with the measured reason it lost."""
-
-    candidate: Text
-    knobs: list[Text] = Field(default_factory=list)
-    tail: TailFigures
-    reason: Text
-
-
-class SearchProvenance(Strict):
-    """Where a searched candidate came from: the objective, the trials and seed, the command
-    that reproduces it, and the best alternatives it beat (cited by `propose`)."""
-
-    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
-    trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
-    seed: Seed
-    command: Text
-    rejected: list[Alternative] = Field(default_factory=list)
-
-
-Candidate.model_rebuild()
 
 
 class Mitigation(Strict):
@@ -700,5 +697,7 @@ class Packet(Strict):
     inputs: Inputs
     baseline: Config
     candidates: list[Candidate] = Field(default_factory=list)
-    outputs: Outputs = Field(default_factory=Outputs)
+    # model_construct: the empty default without building Outputs' own validator (~10 ms of
+    # start-up; the Packet's validator covers the section when a packet gives it).
+    outputs: Outputs = Field(default_factory=Outputs.model_construct)
     signatures: list[Signature] = Field(default_factory=list)
