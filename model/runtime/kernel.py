@@ -132,7 +132,11 @@ def simulate_kernel(
     req_sub, req_base and req_est are only read when they matter (more than one sub-queue,
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
     With `timeline` False the HBM demand timeline is not recorded (n_timeline stays 1): runs
-    that only need latencies (the counterfactuals) save its 16 bytes per entry.
+    that only need latencies (the counterfactuals) save its 16 bytes per entry. With it False
+    and contention off as well, a batch's memory phase is folded into its fixed phase: alone at
+    full speed it ends at (fixed end) + memory time, the same float the separate phase reaches
+    (anchor + remaining / 1.0), and a phase change no core can see (no demand is shared, nothing
+    is recorded, the core stays busy) is one event fewer per batch. b_mem_start is still set.
 
     Memory: the per-batch arrays are sized for the worst case (one batch per request) but
     allocated empty and written only up to n_batches, so the operating system backs only the
@@ -192,6 +196,7 @@ def simulate_kernel(
     tl_time[0] = 0.0
     tl_demand[0] = 0.0
     n_tl = 1  # the timeline starts at 0 ms with no demand
+    fold = not timeline and not contention  # memory phase folded into the fixed one (above)
 
     t = 0.0
     i_next = 0
@@ -263,14 +268,14 @@ def simulate_kernel(
                 demand[k] = (
                     compute_bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_compute[b]
                 )
-            elif phase[k] <= COMPUTE and b_memory[b] > 0:
+            elif phase[k] <= COMPUTE and b_memory[b] > 0 and not fold:
                 phase[k] = MEMORY
                 b_mem_start[b] = t
                 anchor_t[k] = t
                 anchor_rem[k] = b_memory[b]
                 demand[k] = bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_memory[b]
             else:
-                if phase[k] != MEMORY:
+                if phase[k] != MEMORY and not fold:
                     b_mem_start[b] = t
                 phase[k] = IDLE
                 lanes_dirty = True
@@ -412,6 +417,9 @@ def simulate_kernel(
             core_batch[k] = b
             fixed_end[k] = t + fixed
             planned_finish[k] = (t + fixed) + comp + mem
+            if fold:  # comp is 0 with contention off: the memory phase runs at full speed
+                b_mem_start[b] = t + fixed
+                fixed_end[k] = (t + fixed) + mem
             if least_loaded:
                 queued_est[base] -= est_sum
                 if base_count[base] == 0:
