@@ -7,8 +7,6 @@ per-batch arrays plus the HBM demand timeline. Semantics are in model/runtime/RE
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
@@ -417,41 +415,14 @@ def simulate_latency_ms(
     """(N,) latency (finish - arrival) of every request, ms: the same event loop as `simulate`
     (so the same values to the last bit), without the per-batch trace, the HBM timeline or the
     per-request arrays. What the counterfactual re-runs need: their percentiles."""
-    return next(simulate_latencies_ms((config,), table, stream, allow_fifo=allow_fifo))
-
-
-def simulate_latencies_ms(
-    configs: Sequence[RuntimeConfig],
-    table: ServiceTable | None,
-    stream: RequestStream,
-    *,
-    allow_fifo: bool = True,
-) -> Iterator[np.ndarray]:
-    """`simulate_latency_ms` of configurations that differ at most in `contention`, which
-    neither the shape columns nor the queue plan read: both are built once (the first
-    configuration's) and shared. Yields each run's (N,) latencies, ms, in the order given, the
-    next run starting only when the caller asks for it (one run's arrays alive at a time)."""
-    first = configs[0]
-    for config in configs[1:]:
-        if dataclasses.replace(config, contention=first.contention) != first:
-            raise ValueError("simulate_latencies_ms: the configurations differ beyond contention")
-    if first.service.source == "distribution":
+    if config.service.source == "distribution":
         table = None
     elif table is None:
         raise ValueError("service.source is model but no service table was given")
-    columns = shape_columns(first, table)
-    plan = plan_queues(first, columns, stream)
-    for i, config in enumerate(configs):
-        out = run_kernel(
-            config, table, columns, plan, stream, allow_fifo=allow_fifo, timeline=False
-        )
-        if i == len(configs) - 1:
-            del plan  # before the gather below (4 bytes a request less at its peak)
-        finish = out.finish if out.identity else out.finish[out.req_batch]
-        finish -= stream.arrival_ms  # in place: a gather is a fresh array; the FIFO path's is ours
-        del out
-        yield finish
-        del finish  # before the next run: one run's arrays alive at a time
+    _, out = _run(config, table, stream, allow_fifo=allow_fifo, timeline=False)
+    finish = out.finish if out.identity else out.finish[out.req_batch]
+    finish -= stream.arrival_ms  # in place: a gather is a fresh array; the FIFO path's is ours
+    return finish
 
 
 def _run(config, table, stream, *, allow_fifo: bool, timeline: bool):

@@ -21,7 +21,7 @@ from itertools import combinations
 import numpy as np
 
 from model.runtime.inputs import Fallback, RuntimeConfig
-from model.runtime.simulate import RuntimeResult, simulate_latencies_ms
+from model.runtime.simulate import RuntimeResult, simulate_latency_ms
 from model.runtime.stats import measured, measured_latency_ms, measured_wait_ms
 from model.service import ServiceTable
 
@@ -257,31 +257,20 @@ def shapley_values(values: dict[frozenset[str], float], drivers: tuple[str, ...]
     return out
 
 
-def counterfactual_groups(
-    drivers: tuple[str, ...], *, share_plans: bool = True
-) -> list[tuple[frozenset[str], ...]]:
-    """The re-runs of every non-empty subset of `drivers` (switched off), grouped so a group's
-    runs differ only in contention, which no queue plan reads (they share one): the run with
-    contention still on first (the slow one: three phases a batch and the bandwidth sharing,
-    where the other folds its memory phase), then with it off. Groups with two runs come
-    first, so the pool's threads finish close together (longest first). Without
-    `share_plans` every run is its own group, in subset order (large runs, one at a time: the
-    plan is then dropped before each run's latencies are gathered, 4 bytes a request less at
-    the peak)."""
-    if not share_plans:
-        return [(frozenset(c),) for size in range(1, len(drivers) + 1)
-                for c in combinations(drivers, size)]  # fmt: skip
-    rest = tuple(d for d in drivers if d != "contention")
-    groups = []
-    for size in range(len(rest) + 1):
-        for combo in combinations(rest, size):
-            base = frozenset(combo)
-            runs = [base] if base else []
-            if "contention" in drivers:
-                runs.append(base | {"contention"})
-            if runs:
-                groups.append(tuple(runs))
-    return sorted(groups, key=len, reverse=True)  # stable: subset order within a length
+def counterfactual_order(
+    drivers: tuple[str, ...], *, longest_first: bool = True
+) -> tuple[frozenset[str], ...]:
+    """The 2^k - 1 re-runs over the k active `drivers`: each non-empty subset switched off,
+    once. `longest_first` (runs that overlap on the pool) puts the runs that keep contention on
+    first (three phases a batch and the bandwidth sharing, where a run without contention folds
+    its memory phase into one event: about twice the kernel time), so the pool's threads finish
+    close together; otherwise (one at a time) plain subset order."""
+    subsets = tuple(
+        frozenset(c) for size in range(1, len(drivers) + 1) for c in combinations(drivers, size)
+    )
+    if not longest_first:
+        return subsets
+    return tuple(sorted(subsets, key=lambda off: "contention" in off))  # stable
 
 
 @dataclass(frozen=True)
@@ -290,12 +279,12 @@ class PendingCounterfactuals:
 
     Attributes:
         drivers: the active drivers, in DRIVERS order.
-        groups: the re-runs, as `counterfactual_groups(drivers)` orders them.
-        futures: one per group: the (p95, p99) of each of its runs, ms, in the group's order.
+        runs: the subsets switched off, in the order submitted (`counterfactual_order`).
+        futures: (p95, p99) of each run, ms, in the same order.
     """
 
     drivers: tuple[str, ...]
-    groups: tuple[tuple[frozenset[str], ...], ...]
+    runs: tuple[frozenset[str], ...]
     futures: tuple[Future, ...]
 
 
@@ -313,29 +302,22 @@ def start_counterfactuals(
     pool: Executor,
 ) -> PendingCounterfactuals:
     """Submit the 2^k - 1 re-runs over the k active drivers to `pool` (the run itself is the
-    subset with none off). Each reuses the run's request stream (arrivals, shapes, service and
-    placement draws); a group's runs share one queue plan. Latencies only (no per-batch trace or
-    timeline), dropped once their two percentiles are read: at most one run alive per thread;
-    above CONCURRENT_MAX_REQUESTS requests no plan is shared (memory).
-    The kernels release the GIL (nogil=True), so the re-runs overlap on the pool and with the
-    caller's own work."""
+    subset with none off), longest first up to CONCURRENT_MAX_REQUESTS requests. Each reuses
+    the run's request stream (arrivals, shapes, service and placement draws) and is a
+    latency-only run (`simulate_latency_ms`: no timeline, only the per-batch arrays the event
+    loop reads written), its latencies dropped once their two percentiles are read. The kernels
+    release the GIL (nogil=True), so the re-runs overlap on the pool and with the caller's own
+    work."""
     drivers = active_drivers(result, table)
     small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
-    groups = tuple(counterfactual_groups(drivers, share_plans=small))
+    runs = counterfactual_order(drivers, longest_first=small)
     m = measured(result)
 
-    def tails(group: tuple[frozenset[str], ...]) -> list[tuple[float, float]]:
-        configs, tab = [], table
-        for off in group:
-            cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-            configs.append(cfg)
-        out = []
-        for latency in simulate_latencies_ms(configs, tab, result.stream):
-            out.append(tail_percentiles(latency[m]))
-            del latency  # dropped before the group's next run starts
-        return out
+    def tail_of(off: frozenset[str]) -> tuple[float, float]:
+        cfg, tab = switched_off(result.config, table, all_compiled_table, off)
+        return tail_percentiles(simulate_latency_ms(cfg, tab, result.stream)[m])
 
-    return PendingCounterfactuals(drivers, groups, tuple(pool.submit(tails, g) for g in groups))
+    return PendingCounterfactuals(drivers, runs, tuple(pool.submit(tail_of, r) for r in runs))
 
 
 def finish_counterfactuals(
@@ -350,8 +332,8 @@ def finish_counterfactuals(
     finished first, so the bytes never depend on the threads."""
     drivers = pending.drivers
     tails = {frozenset(): base_tail}
-    for group, future in zip(pending.groups, pending.futures, strict=True):
-        tails.update(zip(group, future.result(), strict=True))
+    for off, future in zip(pending.runs, pending.futures, strict=True):
+        tails[off] = future.result()
     p95 = {off: t[0] for off, t in tails.items()}
     p99 = {off: t[1] for off, t in tails.items()}
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)

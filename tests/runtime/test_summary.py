@@ -19,7 +19,7 @@ from model.runtime.tail import (
     DRIVERS,
     compositions,
     counterfactual_attribution,
-    counterfactual_groups,
+    counterfactual_order,
     latency_components,
     shapley_values,
 )
@@ -130,20 +130,21 @@ def test_shapley_split_is_exact_and_matches_reruns(decode_run) -> None:
     assert cf["p99_all_off_ms"] == pytest.approx(np.percentile(latency, 99))
 
 
-@pytest.mark.parametrize("share_plans", [True, False])
+@pytest.mark.parametrize("longest_first", [True, False])
 @pytest.mark.parametrize("size", [0, 1, 2, 3])
-def test_counterfactual_groups_cover_every_subset_once(size, share_plans) -> None:
-    """Every non-empty subset of the active drivers is re-run exactly once; a group's runs
-    differ only in contention (they share a queue plan), the contention-on run first."""
+def test_counterfactual_order_runs_every_subset_once(size, longest_first) -> None:
+    """Every non-empty subset of the active drivers is re-run exactly once; overlapping runs
+    keep the contention-on ones (the slow ones) first, one-at-a-time runs go in subset order."""
     for drivers in itertools.combinations(DRIVERS, size):
-        groups = counterfactual_groups(drivers, share_plans=share_plans)
-        runs = [off for group in groups for off in group]
+        runs = counterfactual_order(drivers, longest_first=longest_first)
         assert len(runs) == len(set(runs)) == 2 ** len(drivers) - 1
         assert all(runs) and set().union(*runs) <= set(drivers)
-        for group in groups:
-            assert len({off - {"contention"} for off in group}) == 1
-            assert "contention" not in group[0] or len(group) == 1
-        assert share_plans or all(len(group) == 1 for group in groups)
+        off = ["contention" in r for r in runs]
+        assert (
+            off == sorted(off)
+            if longest_first
+            else [len(r) for r in runs] == sorted(map(len, runs))
+        )
 
 
 def test_the_summary_overlapping_its_reruns_equals_the_plain_attribution(decode_run) -> None:
