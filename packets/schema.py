@@ -97,7 +97,7 @@ BatchSize = integer(gt=0, le=MAX_BATCH)
 class Strict(BaseModel):
     """Base for every section: unknown keys are errors, types are never coerced."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Artifact(Strict):
@@ -461,37 +461,6 @@ class BatchPolicyPatch(Strict):
     kv_cache_tokens: integer(gt=0, le=MAX_KV_TOKENS) | None = None  # type: ignore[valid-type]
 
 
-class TailFigures(Strict):
-    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict."""
-
-    p99_ms: Float
-    p95_ms: Float
-    p50_ms: Float
-    mean_ms: Float
-    throughput_per_s: Float
-    sla_ok: Bool
-
-
-class Alternative(Strict):
-    """A candidate that was not chosen, with the measured reason it lost."""
-
-    candidate: Text
-    knobs: list[Text] = Field(default_factory=list)
-    tail: TailFigures
-    reason: Text
-
-
-class SearchProvenance(Strict):
-    """Where a searched candidate came from: the objective, the trials and seed, the command
-    that reproduces it, and the best alternatives it beat (cited by `propose`)."""
-
-    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
-    trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
-    seed: Seed
-    command: Text
-    rejected: list[Alternative] = Field(default_factory=list)
-
-
 class Candidate(Strict):
     """A named change against the baseline. Only the knobs it names differ from the baseline;
     `tiles` entries are merged per op (`auto` returns an op to the autotuner)."""
@@ -529,6 +498,17 @@ class WorkloadSlice(Strict):
     command: Text
 
 
+class TailFigures(Strict):
+    """Tail first: p99, p95, then p50 and mean (ms); throughput (1/s); SLA verdict."""
+
+    p99_ms: Float
+    p95_ms: Float
+    p50_ms: Float
+    mean_ms: Float
+    throughput_per_s: Float
+    sla_ok: Bool
+
+
 class ClassFinding(Strict):
     """One bottleneck class with the metric and threshold that decided it."""
 
@@ -549,6 +529,29 @@ class Classification(Strict):
     tail: TailFigures
     slice: WorkloadSlice
     artifact: Text | None = Field(default=None, description="Artifact that proves it.")
+
+
+class Alternative(Strict):
+    """A candidate that was not chosen, with the measured reason it lost."""
+
+    candidate: Text
+    knobs: list[Text] = Field(default_factory=list)
+    tail: TailFigures
+    reason: Text
+
+
+class SearchProvenance(Strict):
+    """Where a searched candidate came from: the objective, the trials and seed, the command
+    that reproduces it, and the best alternatives it beat (cited by `propose`)."""
+
+    objective: choice("p99", "p95", "throughput")  # type: ignore[valid-type]
+    trials: integer(gt=0, le=MAX_SEARCH_TRIALS)  # type: ignore[valid-type]
+    seed: Seed
+    command: Text
+    rejected: list[Alternative] = Field(default_factory=list)
+
+
+Candidate.model_rebuild()
 
 
 class Mitigation(Strict):
@@ -697,7 +700,5 @@ class Packet(Strict):
     inputs: Inputs
     baseline: Config
     candidates: list[Candidate] = Field(default_factory=list)
-    # model_construct: the empty default without building Outputs' own validator (~10 ms of
-    # start-up; the Packet's validator covers the section when a packet gives it).
-    outputs: Outputs = Field(default_factory=Outputs.model_construct)
+    outputs: Outputs = Field(default_factory=Outputs)
     signatures: list[Signature] = Field(default_factory=list)
