@@ -211,27 +211,32 @@ def summary_vs_simulation() -> None:
         "Each shipped example's baseline at its own request count. `summarize` is everything",
         "`workbench run` does after the simulation: headline statistics, tail compositions and",
         f"the counterfactual re-runs ({COUNTERFACTUAL_WORKERS} threads; the kernels release the",
-        "GIL). Both timed in one process, interleaved, after one warm-up run.",
+        "GIL). Both timed in one process, interleaved, after one warm-up run. CPU is the",
+        "process's user+system time over the same calls (all threads): the work itself, which",
+        "other jobs on the machine inflate far less than the wall time.",
         "",
-        "| example | simulate | summarize | summary / simulation | target |",
-        "|---|---:|---:|---:|---:|",
+        "| example | simulate | summarize | summary / simulation | CPU: simulate, summarize | target |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name in example_names():
         sc = build_scenario(load_packet(example_path(name)))
         cfg, table, ideal = sc.runtime, sc.service_table, sc.all_compiled_table
         summarize(simulate(cfg, table, all_compiled_table=ideal), table, all_compiled_table=ideal)
-        sim, summ = [], []
+        sim, summ, sim_cpu, summ_cpu = [], [], [], []
         for _ in range(SUMMARY_REPEATS):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             result = simulate(cfg, table, all_compiled_table=ideal)
             sim.append((time.perf_counter() - t) * 1000.0)
-            t = time.perf_counter()
+            sim_cpu.append((time.process_time() - c) * 1000.0)
+            t, c = time.perf_counter(), time.process_time()
             summarize(result, table, all_compiled_table=ideal)
             summ.append((time.perf_counter() - t) * 1000.0)
+            summ_cpu.append((time.process_time() - c) * 1000.0)
         a, b = statistics.median(sim), statistics.median(summ)
+        ca, cb = statistics.median(sim_cpu), statistics.median(summ_cpu)
         lines.append(
             f"| `{name}` ({cfg.workload.requests:,} requests) | {a:.1f} ms | {b:.1f} ms | "
-            f"{b / a:.2f}x | <= 1.5x |"
+            f"{b / a:.2f}x | {ca:.1f} ms, {cb:.1f} ms ({cb / ca:.2f}x) | <= 1.5x |"
         )
     load = os.getloadavg()[0]
     lines += ["", f"Median of {SUMMARY_REPEATS}. 1-minute load average when the run ended: "

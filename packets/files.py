@@ -5,7 +5,7 @@ is read, so a FIFO, a device (`/dev/zero`) or a directory is refused at once and
 a regular file is read up to its kind's size cap (`FileKind`) and refused past it, whatever
 `st_size` says (`/proc` files report 0).
 
-Writing (`locked`, `locked_update`, `atomic_write`): every writer of a file takes an exclusive
+Writing (`locked`, `locked_update`, `atomic_write`, `atomic_copy`): every writer of a file takes an exclusive
 flock on the file itself (on its folder while the file does not exist yet), re-reads the file
 under the lock, then replaces it atomically: temp file in the same folder, fsync, rename, fsync
 the folder. Because the rename swaps the inode, a writer that waited on the old inode sees the
@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import re
+import shutil
 import stat
 import tempfile
 import time
@@ -334,6 +335,21 @@ def atomic_write(
         held.write(data, mode=mode)
 
 
+def atomic_copy(source: Path, dest: str | Path, *, kind: FileKind = PACKET) -> None:
+    """Copy the bytes of the file at `source` to `dest` atomically, under `dest`'s lock: they
+    are streamed into a temp file beside `dest`, fsynced and renamed over it (the folder
+    fsynced), as every write here. On any failure `dest` is as it was (an older copy kept) and
+    no partial file is left; UsageError names `dest`. A new `dest` takes `source`'s mode; an
+    existing one keeps its own mode and group. `kind` names `dest` in errors."""
+    try:
+        mode = stat.S_IMODE(os.stat(source).st_mode)
+    except OSError as exc:
+        raise _os_refusal(str(source), exc) from None
+    with locked(dest, kind) as held:
+        _remove_stale_temps(held.target, held.locked_at)
+        _replace(held.name, held.target, source, held.current, mode)
+
+
 def _stale_temp_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"\.{re.escape(name)}{_TEMP_TAIL}")
 
@@ -364,7 +380,10 @@ def _keep_owner(fd: int, old: os.stat_result) -> None:
     os.fchmod(fd, stat.S_IMODE(old.st_mode))
 
 
-def _replace(name: str, target: Path, data: bytes, old: os.stat_result | None, mode: int) -> None:
+def _replace(
+    name: str, target: Path, data: bytes | Path, old: os.stat_result | None, mode: int
+) -> None:
+    """Replace `target` with `data` (bytes, or the file at that path, streamed) atomically."""
     folder = target.parent
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -372,7 +391,11 @@ def _replace(name: str, target: Path, data: bytes, old: os.stat_result | None, m
         raise UsageError(f"{name}: cannot write here: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                with open(data, "rb") as source:
+                    shutil.copyfileobj(source, handle, _CHUNK)
             handle.flush()
             if old is not None:
                 try:

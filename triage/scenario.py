@@ -113,10 +113,10 @@ class Scenario:
 
     @property
     def is_serving(self) -> bool:
-        """True when this configuration runs the continuous scheduler (LLM serving)."""
-        from triage.serving_scenario import is_serving
-
-        return is_serving(self.config)
+        """True when this configuration runs the continuous scheduler (LLM serving). The same
+        test as `triage.serving_scenario.is_serving`, without importing that module (and the
+        serving model and its numba kernels) into every dynamic-batcher run."""
+        return self.config.batch_policy.scheduler == "continuous"
 
     @cached_property
     def serving(self):

@@ -132,7 +132,15 @@ def simulate_kernel(
     req_sub, req_base and req_est are only read when they matter (more than one sub-queue,
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
     With `timeline` False the HBM demand timeline is not recorded (n_timeline stays 1): runs
-    that only need latencies (the counterfactuals) save its 16 bytes per entry.
+    that only need latencies (the counterfactuals) save its 16 bytes per entry, and only the
+    per-batch arrays the loop reads itself (size, col, compute, memory, level) and b_finish are
+    written: start, ready, memory start, core, lead, stall and slowed are left unwritten (their
+    pages never backed: ~40 bytes a batch less at a re-run's peak), so only req_batch and
+    b_finish are results then. With it False and contention off as well, a batch's memory phase
+    is folded into its fixed phase: alone at full speed it ends at (fixed end) + memory time,
+    the same float the separate phase reaches (anchor + remaining / 1.0), and a phase change no
+    core can see (no demand is shared, nothing is recorded, the core stays busy) is one event
+    fewer per batch.
 
     Memory: the per-batch arrays are sized for the worst case (one batch per request) but
     allocated empty and written only up to n_batches, so the operating system backs only the
@@ -192,6 +200,7 @@ def simulate_kernel(
     tl_time[0] = 0.0
     tl_demand[0] = 0.0
     n_tl = 1  # the timeline starts at 0 ms with no demand
+    fold = not timeline and not contention  # memory phase folded into the fixed one (above)
 
     t = 0.0
     i_next = 0
@@ -263,14 +272,15 @@ def simulate_kernel(
                 demand[k] = (
                     compute_bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_compute[b]
                 )
-            elif phase[k] <= COMPUTE and b_memory[b] > 0:
+            elif phase[k] <= COMPUTE and b_memory[b] > 0 and not fold:
                 phase[k] = MEMORY
-                b_mem_start[b] = t
+                if timeline:
+                    b_mem_start[b] = t
                 anchor_t[k] = t
                 anchor_rem[k] = b_memory[b]
                 demand[k] = bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_memory[b]
             else:
-                if phase[k] != MEMORY:
+                if phase[k] != MEMORY and timeline:
                     b_mem_start[b] = t
                 phase[k] = IDLE
                 lanes_dirty = True
@@ -283,7 +293,7 @@ def simulate_kernel(
                 total = _share_bandwidth(
                     t, k, phase, demand, rate, anchor_t, anchor_rem, hbm_bytes_per_ms, contention
                 )
-                if total > hbm_bytes_per_ms and contention:
+                if total > hbm_bytes_per_ms and contention and timeline:
                     for q in range(n_cores):
                         if rate[q] < 1.0:
                             b_slowed[core_batch[q]] = True
@@ -367,7 +377,8 @@ def simulate_kernel(
                 head[lane] = nxt[r]
             count[lane] -= size
             base_count[base] -= size
-            b_ready[b] = ready[lane]
+            if timeline:
+                b_ready[b] = ready[lane]
             ready[lane] = _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms)
 
             stall = 0.0
@@ -398,20 +409,23 @@ def simulate_kernel(
                 fixed = stall + launch_tab[level, row, col] + compute_tab[level, row, col]
                 mem = memory_tab[level, row, col]
 
-            b_start[b] = t
-            b_core[b] = k
             b_size[b] = size
             b_col[b] = col
-            b_lead[b] = lead
-            b_stall[b] = stall
             b_compute[b] = comp
             b_memory[b] = mem
             b_level[b] = level
-            b_slowed[b] = False
+            if timeline:  # outputs only the full simulation reads
+                b_start[b] = t
+                b_core[b] = k
+                b_lead[b] = lead
+                b_stall[b] = stall
+                b_slowed[b] = False
             phase[k] = FIXED
             core_batch[k] = b
             fixed_end[k] = t + fixed
             planned_finish[k] = (t + fixed) + comp + mem
+            if fold:  # comp is 0 with contention off: the memory phase runs at full speed
+                fixed_end[k] = (t + fixed) + mem
             if least_loaded:
                 queued_est[base] -= est_sum
                 if base_count[base] == 0:

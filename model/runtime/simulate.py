@@ -265,7 +265,8 @@ def run_kernel(
     timeline: bool = True,
 ) -> KernelOutput:
     """Run the event loop (or, where it applies, the equivalent single-request FIFO loop);
-    `timeline` False skips recording the HBM demand timeline (latency-only runs)."""
+    `timeline` False is a latency-only run: no HBM demand timeline, and of the event loop's
+    per-batch arrays only `finish` (and `req_batch`) hold results (model.runtime.kernel)."""
     from model.runtime.kernel import fifo_kernel, simulate_kernel  # numba loads only here
 
     arrival = np.ascontiguousarray(stream.arrival_ms, dtype=np.float64)

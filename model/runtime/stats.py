@@ -153,14 +153,18 @@ SCALARS = (
 """The headline's plain-number fields, copied as they are into run summaries and sweep rows."""
 
 
-def headline(result: RuntimeResult) -> dict:
-    """The run's headline figures (the JSON contract minus attribution and classification)."""
+def headline(result: RuntimeResult, *, latency_ms: np.ndarray | None = None) -> dict:
+    """The run's headline figures (the JSON contract minus attribution and classification).
+    `latency_ms`: the measured latencies when the caller has them already
+    (`measured_latency_ms`); gathered here and dropped once described otherwise."""
     req = result.requests
     m = measured(result)
     util = core_utilization(result)
     sla = result.config.sla
     thr = throughput_per_s(result)
-    latency = describe_ms(measured_latency_ms(result), with_max=True)
+    latency = describe_ms(
+        measured_latency_ms(result) if latency_ms is None else latency_ms, with_max=True
+    )
     queue_wait = describe_ms(req.of_batch(result.batches.start_ms, m) - req.arrival_ms[m])
     b = result.batches
     service = describe_ms(req.of_batch(b.finish_ms - b.start_ms, m))

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -147,16 +148,22 @@ def latency_components(result: RuntimeResult) -> dict[str, np.ndarray]:
     return parts
 
 
-def compositions(result: RuntimeResult, fractions=(0.01, 0.05)) -> list[dict[str, float]]:
+def compositions(
+    result: RuntimeResult,
+    fractions=(0.01, 0.05),
+    *,
+    latency_ms: np.ndarray | None = None,
+) -> list[dict[str, float]]:
     """Mean latency parts (ms) over the slowest `fractions` of measured requests, then over all
     measured requests: one dict per group with its `requests` and mean `latency`.
 
     Same definitions as latency_components, computed group by group without building every
-    per-request part (a million-request run stays fast and small).
+    per-request part (a million-request run stays fast and small). `latency_ms`:
+    `measured_latency_ms` when the caller has it already.
     """
     req = result.requests
     m = measured(result)
-    latency = measured_latency_ms(result)
+    latency = measured_latency_ms(result) if latency_ms is None else latency_ms
     n = len(latency)
     k_max = max(1, math.ceil(max(fractions) * n))
     widest = np.argpartition(latency, n - k_max)[n - k_max :]
@@ -250,42 +257,88 @@ def shapley_values(values: dict[frozenset[str], float], drivers: tuple[str, ...]
     return out
 
 
-def counterfactual_attribution(
+def counterfactual_order(
+    drivers: tuple[str, ...], *, longest_first: bool = True
+) -> tuple[frozenset[str], ...]:
+    """The 2^k - 1 re-runs over the k active `drivers`: each non-empty subset switched off,
+    once. `longest_first` (runs that overlap on the pool) puts the runs that keep contention on
+    first (three phases a batch and the bandwidth sharing, where a run without contention folds
+    its memory phase into one event: about twice the kernel time), so the pool's threads finish
+    close together; otherwise (one at a time) plain subset order."""
+    subsets = tuple(
+        frozenset(c) for size in range(1, len(drivers) + 1) for c in combinations(drivers, size)
+    )
+    if not longest_first:
+        return subsets
+    return tuple(sorted(subsets, key=lambda off: "contention" in off))  # stable
+
+
+@dataclass(frozen=True)
+class PendingCounterfactuals:
+    """Counterfactual re-runs handed to a pool (`start_counterfactuals`), not yet combined.
+
+    Attributes:
+        drivers: the active drivers, in DRIVERS order.
+        runs: the subsets switched off, in the order submitted (`counterfactual_order`).
+        futures: (p95, p99) of each run, ms, in the same order.
+    """
+
+    drivers: tuple[str, ...]
+    runs: tuple[frozenset[str], ...]
+    futures: tuple[Future, ...]
+
+
+def counterfactual_pool(result: RuntimeResult) -> ThreadPoolExecutor:
+    """The pool the re-runs share: COUNTERFACTUAL_WORKERS threads, one above
+    CONCURRENT_MAX_REQUESTS requests (memory)."""
+    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+    return ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS if small else 1)
+
+
+def start_counterfactuals(
     result: RuntimeResult,
     table: ServiceTable | None,
-    all_compiled_table: ServiceTable | None = None,
-) -> dict:
-    """How much p99 (and p95) would drop with each driver off, Shapley-split exactly, ms.
-
-    Every counterfactual reuses the run's request stream (arrivals, shapes, service and
-    placement draws). Without an all-compiled table, "fallback off" removes compile stalls
-    only and keeps the generic path's service times (said in `fallback_off_means`).
-    """
+    all_compiled_table: ServiceTable | None,
+    pool: Executor,
+) -> PendingCounterfactuals:
+    """Submit the 2^k - 1 re-runs over the k active drivers to `pool` (the run itself is the
+    subset with none off), longest first up to CONCURRENT_MAX_REQUESTS requests. Each reuses
+    the run's request stream (arrivals, shapes, service and placement draws) and is a
+    latency-only run (`simulate_latency_ms`: no timeline, only the per-batch arrays the event
+    loop reads written), its latencies dropped once their two percentiles are read. The kernels
+    release the GIL (nogil=True), so the re-runs overlap on the pool and with the caller's own
+    work."""
     drivers = active_drivers(result, table)
-    subsets = [
-        frozenset(c) for size in range(len(drivers) + 1) for c in combinations(drivers, size)
-    ]
+    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+    runs = counterfactual_order(drivers, longest_first=small)
+    m = measured(result)
 
     def tail_of(off: frozenset[str]) -> tuple[float, float]:
-        """(p95, p99) of the run with the drivers in `off` switched off, ms; its latencies are
-        dropped on return (at most COUNTERFACTUAL_WORKERS runs alive at a time, one above
-        CONCURRENT_MAX_REQUESTS)."""
-        if not off:
-            return tail_percentiles(measured_latency_ms(result))
         cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-        return tail_percentiles(simulate_latency_ms(cfg, tab, result.stream)[measured(result)])
+        return tail_percentiles(simulate_latency_ms(cfg, tab, result.stream)[m])
 
-    # 2^k independent runs over the k active drivers (latencies only: no per-batch trace or
-    # timeline). The kernels release the GIL (nogil=True), so the re-runs overlap on a small
-    # pool; `map` hands results back in subset order, so the sums below run in a fixed order.
-    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
-    with ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS if small else 1) as pool:
-        tails = dict(zip(subsets, pool.map(tail_of, subsets), strict=True))
+    return PendingCounterfactuals(drivers, runs, tuple(pool.submit(tail_of, r) for r in runs))
+
+
+def finish_counterfactuals(
+    pending: PendingCounterfactuals,
+    base_tail: tuple[float, float],
+    *,
+    pinned: bool,
+    all_compiled_table: ServiceTable | None,
+) -> dict:
+    """Wait for the re-runs and split p99 (and p95) exactly over the drivers (Shapley), ms.
+    `base_tail` is the run's own (p95, p99). The sums run in subset order, whichever re-run
+    finished first, so the bytes never depend on the threads."""
+    drivers = pending.drivers
+    tails = {frozenset(): base_tail}
+    for off, future in zip(pending.runs, pending.futures, strict=True):
+        tails[off] = future.result()
     p95 = {off: t[0] for off, t in tails.items()}
     p99 = {off: t[1] for off, t in tails.items()}
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
     everything = frozenset(drivers)
-    if result.pinned or all_compiled_table is not None:
+    if pinned or all_compiled_table is not None:
         fallback_means = "every shape compiled: no compile stall, compiled-path service times"
     else:
         fallback_means = "compile stalls removed only (no all-compiled table given)"
@@ -299,3 +352,26 @@ def counterfactual_attribution(
         "runs": 2 ** len(drivers),
         "fallback_off_means": fallback_means,
     }
+
+
+def counterfactual_attribution(
+    result: RuntimeResult,
+    table: ServiceTable | None,
+    all_compiled_table: ServiceTable | None = None,
+) -> dict:
+    """How much p99 (and p95) would drop with each driver off, Shapley-split exactly, ms.
+
+    Every counterfactual reuses the run's request stream (arrivals, shapes, service and
+    placement draws). Without an all-compiled table, "fallback off" removes compile stalls
+    only and keeps the generic path's service times (said in `fallback_off_means`).
+    (`model.runtime.summary.summarize` runs the same re-runs beside its other statistics.)
+    """
+    with counterfactual_pool(result) as pool:
+        # The run's own tail in the pool's thread, first, as the re-runs after it: glibc then
+        # serves them all from that thread's heap, which keeps a large run's peak lower
+        # (tests/runtime/test_memory.py measures it).
+        base = pool.submit(lambda: tail_percentiles(measured_latency_ms(result)))
+        pending = start_counterfactuals(result, table, all_compiled_table, pool)
+        return finish_counterfactuals(
+            pending, base.result(), pinned=result.pinned, all_compiled_table=all_compiled_table
+        )

@@ -156,6 +156,64 @@ def test_a_fifo_as_the_export_target_is_refused_without_blocking(tmp_path: Path)
     assert not (tmp_path / "out.yaml.bak").exists()
 
 
+# A child that forces an export over OUT while the kernel refuses any write past LIMIT bytes
+# (RLIMIT_FSIZE; SIGXFSZ ignored, so the write fails with EFBIG instead of killing the child):
+# the backup of an OUT larger than LIMIT fails part-way through, as a full disk would.
+_BACKUP_CHILD = """
+import resource, signal, sys
+from pathlib import Path
+from packets.errors import UsageError
+from triage.review.exporting import write_export
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    write_export(b"x: 1\\n", Path(sys.argv[1]), source=None, force=True)
+except UsageError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+def test_a_backup_that_fails_part_way_leaves_no_partial_bak_and_out_unchanged(
+    tmp_path: Path,
+) -> None:
+    """`OUT.bak` is written atomically: a failure in the middle of copying OUT (here: the
+    file-size limit, as a full disk) leaves an older backup as it was, no partial or temp file
+    beside it, and OUT unchanged. (A plain copy left the first LIMIT bytes as OUT.bak.)"""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.yaml"
+    original = b"".join(b"line %06d of the exported packet\n" % i for i in range(20_000))
+    out.write_bytes(original)  # ~660 KB, far past the limit below
+    older = b"an older backup\n"
+    (tmp_path / "out.yaml.bak").write_bytes(older)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", _BACKUP_CHILD, str(out), "65536"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (tmp_path / "out.yaml.bak").read_bytes() == older
+    assert out.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml", "out.yaml.bak"]
+    assert "cannot keep a backup, nothing written" in done.stdout
+    assert "out.yaml.bak" in done.stdout and "File too large" in done.stdout
+
+
+def test_a_forced_export_keeps_the_old_file_as_its_backup_atomically(tmp_path: Path) -> None:
+    """The backup holds OUT's old bytes and mode, and no temp file is left beside it."""
+    out = tmp_path / "out.yaml"
+    out.write_bytes(b"old: 1\n")
+    out.chmod(0o600)
+    backup = write_export(b"new: 2\n", out, source=None, force=True)
+    assert backup == tmp_path / "out.yaml.bak"
+    assert backup.read_bytes() == b"old: 1\n" and out.read_bytes() == b"new: 2\n"
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml", "out.yaml.bak"]
+
+
 # --- writing: mode, group, symlinks, stale temps ---------------------------------------------
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from model.runtime.inputs import PLACEMENTS, Fallback, ServiceSpec, ShapeMix
 from model.runtime.queues import plan_queues, shape_columns
-from model.runtime.simulate import simulate
+from model.runtime.simulate import simulate, simulate_latency_ms
 from model.runtime.workload import generate_requests
 from tests.runtime.helpers import pinned_config, random_table, table_config
 from tests.runtime.reference import reference_run
@@ -88,6 +88,25 @@ def test_contention_below_bandwidth_is_no_contention(run) -> None:
     _compare(cfg, table)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_runs(), st.integers(1, 600), st.booleans())
+def test_latency_only_runs_equal_the_full_simulation(run, requests, contention) -> None:
+    """The counterfactuals' latency-only runs: with contention off the kernel folds each
+    batch's memory phase into its fixed phase (model.runtime.kernel), one event fewer per
+    batch; latencies must still equal the full simulation's bit for bit, contention on or off,
+    including simultaneous events (the pinned and batched runs here tie often)."""
+    cfg, table = run
+    cfg = dataclasses.replace(
+        cfg,
+        contention=contention,
+        workload=dataclasses.replace(cfg.workload, requests=requests),
+        hardware=dataclasses.replace(cfg.hardware, hbm_gbs=0.5),  # contended when on
+    )
+    full = simulate(cfg, table)
+    lean = simulate_latency_ms(cfg, table, full.stream)
+    np.testing.assert_array_equal(lean, full.requests.finish_ms - full.requests.arrival_ms)
+
+
 def test_batching_timer_and_full_batch_by_hand() -> None:
     """Hand-checked Triton semantics: one core, max_batch 2, timer 1 ms."""
     rng = np.random.default_rng(0)
@@ -156,7 +175,7 @@ def test_kernels_stay_in_bounds(tmp_path) -> None:
     code = """
 import dataclasses, itertools
 import numpy as np
-from model.runtime.simulate import simulate
+from model.runtime.simulate import simulate, simulate_latency_ms
 from model.runtime.inputs import PLACEMENTS, Fallback, ServiceSpec
 from tests.runtime.helpers import random_table, table_config
 table = random_table(np.random.default_rng(1), 3, (64, 128, 256), (128,))
@@ -169,7 +188,9 @@ for placement, bucketing, pinned in itertools.product(PLACEMENTS, (False, True),
         if pinned:
             cfg = dataclasses.replace(cfg, service=ServiceSpec("distribution", "exponential", 1.0),
                                       compiled_shapes=(128,), fallback=Fallback(0.0, 100.0))
-        simulate(cfg, None if pinned else table)
+        full = simulate(cfg, None if pinned else table)
+        lean = dataclasses.replace(cfg, contention=False)  # the folded latency-only loop
+        simulate_latency_ms(lean, None if pinned else table, full.stream)
 """
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

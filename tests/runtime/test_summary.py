@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 import numpy as np
@@ -13,7 +14,15 @@ from model.runtime.inputs import SLA, Fallback, RuntimeHardware
 from model.runtime.simulate import simulate
 from model.runtime.stats import jain_index, measured, runtime_profiles
 from model.runtime.summary import run_summary
-from model.runtime.tail import COMPONENTS, compositions, latency_components, shapley_values
+from model.runtime.tail import (
+    COMPONENTS,
+    DRIVERS,
+    compositions,
+    counterfactual_attribution,
+    counterfactual_order,
+    latency_components,
+    shapley_values,
+)
 from tests.runtime.helpers import decode_config
 from tests.runtime.laws import check_laws
 
@@ -119,6 +128,33 @@ def test_shapley_split_is_exact_and_matches_reruns(decode_run) -> None:
     off = simulate(cfg, decode_all_compiled("none"))
     latency = (off.requests.finish_ms - off.requests.arrival_ms)[measured(off)]
     assert cf["p99_all_off_ms"] == pytest.approx(np.percentile(latency, 99))
+
+
+@pytest.mark.parametrize("longest_first", [True, False])
+@pytest.mark.parametrize("size", [0, 1, 2, 3])
+def test_counterfactual_order_runs_every_subset_once(size, longest_first) -> None:
+    """Every non-empty subset of the active drivers is re-run exactly once; overlapping runs
+    keep the contention-on ones (the slow ones) first, one-at-a-time runs go in subset order."""
+    for drivers in itertools.combinations(DRIVERS, size):
+        runs = counterfactual_order(drivers, longest_first=longest_first)
+        assert len(runs) == len(set(runs)) == 2 ** len(drivers) - 1
+        assert all(runs) and set().union(*runs) <= set(drivers)
+        off = ["contention" in r for r in runs]
+        assert (
+            off == sorted(off)
+            if longest_first
+            else [len(r) for r in runs] == sorted(map(len, runs))
+        )
+
+
+def test_the_summary_overlapping_its_reruns_equals_the_plain_attribution(decode_run) -> None:
+    """`summarize` starts the re-runs before its other statistics and takes the run's own tail
+    from the headline; the plain path (large runs) re-runs it in the pool: same numbers."""
+    result = decode_run.result
+    plain = counterfactual_attribution(
+        result, decode_table("none"), all_compiled_table=decode_all_compiled("none")
+    )
+    assert decode_run.summary["tail_attribution_ms"]["counterfactual"] == plain
 
 
 def test_shapley_values_of_a_known_game() -> None:

@@ -20,13 +20,13 @@ finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False)
 @given(finite)
 def test_every_millisecond_rendering_is_the_shared_one(value: float) -> None:
     assert render._ms(value) == views.ms(value) == f"{value:,.2f} ms"
-    assert review_render._ms(value) == f"{value:,.2f}"
+    assert review_render.ms_cell(value) == f"{value:,.2f}"
     assert markdown._ms(value) == f"{value:,.1f}"
 
 
 def test_missing_values_read_as_missing_not_nan() -> None:
     assert units.ms(None) == units.ms(math.nan) == "n/a"
-    assert review_render._ms(math.nan) == "-"
+    assert review_render.ms_cell(math.nan) == "-"
     assert markdown._ms(None) == markdown._ms(math.nan) == "-"
     assert units.per_s(None, missing="-") == "-"
 

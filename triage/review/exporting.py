@@ -4,23 +4,25 @@ rules `workbench export` and the app share.
 Export is refused while a review guard blocks. The target must be another file than the packet;
 an existing signed packet there is overwritten only when forced, and then a backup
 (`OUT.bak`) is kept. Files are written atomically, under the target's lock: the signed-packet
-check, the backup and the write see the same file.
+check, the backup and the write see the same file. The backup is an atomic write as well
+(temp file beside it, fsync, rename): a failure while keeping it leaves no partial `.bak`, an
+older one as it was, and the target unchanged (nothing is written then).
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packets.errors import UsageError
-from packets.files import EXPORT_TARGET, FileTooLarge, locked, read_regular
+from packets.files import EXPORT_TARGET, FileKind, FileTooLarge, atomic_copy, locked, read_regular
 from triage.review.guards import blocking, review_guards
 
 if TYPE_CHECKING:
     from packets.load import LoadedPacket
 
 FORMATS = ("yaml", "markdown")
+BACKUP = FileKind("export backup", EXPORT_TARGET.cap_bytes)  # names OUT.bak in errors
 
 
 class SignedTargetError(UsageError):
@@ -83,8 +85,8 @@ def write_export(
         if existing is not None and force:
             backup = out.with_name(out.name + ".bak")
             try:
-                shutil.copy2(held.target, backup)
-            except OSError as exc:
-                raise UsageError(f"{backup}: cannot keep a backup: {exc.strerror or exc}") from None
+                atomic_copy(held.target, backup, kind=BACKUP)
+            except UsageError as exc:
+                raise UsageError(f"cannot keep a backup, nothing written: {exc}") from None
         held.write(data)
     return backup

@@ -1,8 +1,9 @@
 """Rich renderings of the packet's outputs for the review steps (textual-free, tail first).
 
-Each function takes the packet's output models (or the Mapping step's views) and returns a Rich
-renderable the screens put in a Static; `compact` drops secondary columns for 80-column
-terminals. Nothing here computes a figure: every number is read from the outputs or the view.
+Each function takes the packet's output models and returns a Rich renderable the screens put in
+a Static; `compact` drops secondary columns for 80-column terminals. Nothing here computes a
+figure: every number is read from the outputs. The cell helpers (`plain_table`, `ms_cell`,
+`share_cell`) are shared with the Mapping step's tables (workbench/mapping/render.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from triage.review.cells import NAMES
 if TYPE_CHECKING:  # these load the model, polars and cryptography: only for type checks
     from packets.signing.packet import VerificationReport
     from triage.review.guards import Guard
-    from workbench.mapping.view import BucketView, ShapeView
 
 # Marks carry the state (they read the same without colour, under NO_COLOR); colours come only
 # from the theme, through the screens' CSS classes.
@@ -39,18 +39,21 @@ GUARD_MARKS = {"pass": ("✓", ""), "warn": ("⚠", "bold"), "block": ("✗", "b
 SIGNATURE_MARKS = {"valid": ("✓", ""), "missing": ("·", "dim"), "stale": ("⚠", "bold")}
 
 
-def _table(*columns: str, right: Sequence[str] = ()) -> Table:
+def plain_table(*columns: str, right: Sequence[str] = ()) -> Table:
+    """A borderless table with bold headers; the columns named in `right` right-aligned."""
     table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold", expand=False)
     for name in columns:
         table.add_column(name, justify="right" if name in right else "left", overflow="fold")
     return table
 
 
-def _ms(value: float) -> str:
+def ms_cell(value: float) -> str:
+    """A cell of an "... ms" column (no unit; "-" when missing)."""
     return units.ms(value, unit=False, missing="-")  # a cell of an "... ms" column
 
 
-def _share(value: float) -> str:
+def share_cell(value: float) -> str:
+    """A share as a whole percentage ("-" for NaN)."""
     return "-" if np.isnan(value) else f"{value:.0%}"
 
 
@@ -99,7 +102,7 @@ def mitigation_view(m: Mitigation | None, *, compact: bool = False) -> Group | T
     if m.broad_tuning_bundle:
         head.append("  ⚠ broad tuning bundle", style="bold")
     columns = ["config", "p99 ms", "p95 ms", *([] if compact else ["p50 ms"]), "per s", "SLA"]
-    table = _table(*columns, right=columns[1:-1])
+    table = plain_table(*columns, right=columns[1:-1])
     table.add_row(*_tail_row("baseline", m.baseline, compact))
     table.add_row(*_tail_row(f"{m.candidate} (chosen)", m.chosen, compact), style="bold")
     for alt in m.rejected:
@@ -132,7 +135,7 @@ def matrix_view(v: ValidationMatrix | None, *, compact: bool = False) -> Group |
     )
     columns = ["load", "mix", *([] if compact else ["seed"]), "config", "p99 ms", "p95 ms"]
     columns += [] if compact else ["per s", "fallback", "HBM pk"]
-    table = _table(*columns, "SLA", right=("load", "seed", "p99 ms", "p95 ms", "per s", "fallback", "HBM pk"))  # fmt: skip
+    table = plain_table(*columns, "SLA", right=("load", "seed", "p99 ms", "p95 ms", "per s", "fallback", "HBM pk"))  # fmt: skip
     for cell in v.cells:
         row = [f"x{cell.load_factor:g}", cell.shape_mix]
         row += [] if compact else [str(cell.seed)]
@@ -155,7 +158,7 @@ def triggers_view(triggers: Sequence[RollbackTrigger], *, compact: bool = False)
         return Text("None yet: a finished matrix writes defaults from the SLA and its margins.")
     columns = ["#", "metric", "", "threshold", "window s", "action"]
     columns += [] if compact else ["derived from"]
-    table = _table(*columns, right=("#", "threshold", "window s"))
+    table = plain_table(*columns, right=("#", "threshold", "window s"))
     for number, t in enumerate(triggers, start=1):
         row = [str(number), t.metric, t.comparison, f"{t.threshold:g}", f"{t.window_s:g}", t.action]
         table.add_row(*row, *([] if compact else [t.derived_from]))
@@ -212,91 +215,3 @@ def signatures_view(report: VerificationReport, dirty: bool) -> Text:
         style="dim",
     )
     return text
-
-
-def shape_view_table(view: ShapeView, *, compact: bool = False) -> Table:
-    """Per runtime shape: its compiled bucket, padding and fallback as compile time predicts
-    them and as the run had them, predicted against measured batch time, and the p95."""
-    columns = ["shape", "share", "bucket", "pad c/r", "fallback c/r"]
-    columns += [] if compact else ["padded up", "pred ms", "run ms"]
-    table = _table(*columns, "p95 ms", right=(*columns[:4], "padded up", "pred ms", "run ms", "p95 ms"))  # fmt: skip
-    for i, shape in enumerate(view.shapes):
-        fell = bool(view.predicted_fallback[i])
-        row = [
-            str(shape),
-            _share(view.declared_share[i]),
-            "fallback" if fell else str(view.bucket_shape[i]),
-            f"{_share(view.predicted_padding[i])}/{_share(view.runtime_padding[i])}",
-            f"{'yes' if fell else 'no'}/{_share(view.runtime_fallback[i])}",
-        ]
-        if not compact:
-            row += [
-                _share(view.padded_up[i]),
-                _ms(view.predicted_ms[i]),
-                _ms(view.runtime_ms[i]),
-            ]
-        table.add_row(*row, _ms(view.p95_ms[i]))
-    return table
-
-
-def bucket_view_table(view: BucketView) -> Table:
-    """Per compiled bucket (and the generic path): the shapes compile time maps to it, its
-    declared traffic, and the share of requests whose batch ran in it."""
-    from workbench.mapping.view import FALLBACK
-
-    table = _table("bucket", "shapes", "declared", "ran in it", right=("declared", "ran in it"))
-    for bucket, shapes, declared, ran in zip(
-        view.bucket, view.shapes, view.declared_share, view.runtime_share, strict=True
-    ):
-        name = "fallback" if bucket == FALLBACK else str(bucket)
-        table.add_row(name, ", ".join(map(str, shapes)) or "-", _share(declared), _share(ran))
-    return table
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def mapping_report_view(report: dict, *, compact: bool = False) -> Group:
-    """The closed-loop mapping report (`handoff-mapping-report/1`): accuracy, calibration,
-    observed against simulated, the adaptation gain against its cost, and the ranked actions."""
-    text = Text()
-    accuracy, calibration, observed = report["accuracy"], report["calibration"], report["observed"]
-    if accuracy is None:
-        text.append("accuracy: no kernel telemetry\n", style="dim")
-    else:
-        worst = (accuracy.get("mispredicts_most") or {}).get("bucket") or {}
-        text.append("compile-time accuracy: ", style="bold")
-        text.append(f"MdAPE {_pct(accuracy['mdape'])}, bias {accuracy['bias']:+.1%} over "
-                    f"{accuracy['rows']:,} kernels")  # fmt: skip
-        text.append(f"; worst bucket {worst['label']}\n" if worst.get("label") else "\n")
-    if calibration is not None:
-        text.append("calibration: ", style="bold")
-        text.append(f"held-out MdAPE {_pct(calibration['heldout_mdape'])} (preset "
-                    f"{_pct(calibration['original_heldout_mdape'])})\n")  # fmt: skip
-    if observed is not None:
-        p99 = observed["p99"]
-        text.append("observed p99: ", style="bold")
-        text.append(f"{p99['observed_ms']:,.1f} ms, simulated {p99['simulated_ms']:,.1f} ms "
-                    f"(x{p99['ratio']:.2f})\n")  # fmt: skip
-    adaptation = report["adaptation"]
-    before, after = adaptation["compile_only"], adaptation["runtime_adaptation"]
-    cost = adaptation["cost"]
-    text.append("runtime adaptation: ", style="bold")
-    text.append(f"p99 {before['latency_ms']['p99']:,.1f} -> {after['latency_ms']['p99']:,.1f} ms, "
-                f"fallback {before['fallback_rate']:.1%} -> {after['fallback_rate']:.1%}, for "
-                f"{cost['compile_ms'] / 1000:,.1f} s of compile and "
-                f"{cost['memory_bytes'] / 2**20:,.0f} MiB")  # fmt: skip
-    for note in report["notes"]:
-        text.append(f"\nnote: {note}", style="dim")
-    columns = ["#", "action", "p99 gain ms", "compile s"]
-    columns += [] if compact else ["ms per s", "applies as"]
-    table = _table(*columns, "", right=("#", "p99 gain ms", "compile s", "ms per s"))
-    for action in report["actions"]:
-        row = [str(action["rank"]), action["id"], f"{action['gain']['p99_ms']:,.1f}",
-               f"{action['cost']['compile_ms'] / 1000:,.1f}"]  # fmt: skip
-        if not compact:
-            per = action["gain_per_cost"]
-            row += ["-" if per is None else f"{per:,.1f}", action["applies_as"].replace("_", " ")]
-        table.add_row(*row, "recommended" if action["recommended"] else "")
-    return Group(text, table)

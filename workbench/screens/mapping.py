@@ -26,7 +26,7 @@ from textual.widgets import Static
 
 from workbench.core.facts import mapping_facts
 from workbench.core.session import WorkingPacket
-from workbench.review.render import bucket_view_table, mapping_report_view, shape_view_table
+from workbench.mapping.render import bucket_view_table, mapping_report_view, shape_view_table
 from workbench.review.state import loaded_from
 from workbench.widgets.fact_table import FactTable
 from workbench.widgets.field_editor import ChoiceField, FieldEditor
