@@ -23,7 +23,7 @@ from model.runtime.serving import (
     simulate_serving,
 )
 from model.runtime.serving_summary import serving_summary
-from model.runtime.serving_table import build_iteration_table, default_kv_cache_tokens
+from model.runtime.serving_table import IterationCosts, default_kv_cache_tokens
 from packets.model_specs import fusion_spec, tile_spec
 from packets.schema import Config, DistributionService, Packet
 
@@ -78,23 +78,38 @@ def serving_config(
     )
 
 
-def iteration_table(
+def iteration_costs(
     config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
-) -> IterationTable | None:
-    """The compiled plan's iteration table (None for a pinned service distribution)."""
+) -> IterationCosts | None:
+    """The compiled plan's iteration-cost cells (None for a pinned service distribution): what
+    the table depends on besides max_num_seqs and max_num_batched_tokens, so one set serves
+    every edit of those (the app keeps them by plan)."""
     if isinstance(config.service, DistributionService):
         return None
-    return build_iteration_table(
+    return IterationCosts(
         block,
         hardware,
         fusion_spec(config),
         tile_spec(config),
-        max_num_seqs=serving.policy.max_num_seqs,
-        max_tokens=serving.policy.max_num_batched_tokens,
         longest_sequence=serving.longest_sequence,
         compiled_shapes=list(config.compiled_shapes.seq_len),
         dispatch_us=config.fallback.dispatch_overhead_us,
     )
+
+
+def table_from(costs: IterationCosts | None, serving: ServingConfig) -> IterationTable | None:
+    """The iteration table of `serving`'s policy from the plan's cells (None when pinned)."""
+    if costs is None:
+        return None
+    policy = serving.policy
+    return costs.table(max_num_seqs=policy.max_num_seqs, max_tokens=policy.max_num_batched_tokens)
+
+
+def iteration_table(
+    config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
+) -> IterationTable | None:
+    """The compiled plan's iteration table (None for a pinned service distribution)."""
+    return table_from(iteration_costs(config, serving, hardware, block), serving)
 
 
 def run_serving(
