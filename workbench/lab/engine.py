@@ -339,33 +339,38 @@ class TableMemo:
 
     def iteration_table(self, scenario: Scenario) -> Any:
         """The serving iteration table of `scenario` (Scenario.iteration_table), memoized by
-        what `triage.serving_scenario.iteration_table` reads: an edit of chunked_prefill or
-        kv_cache_tokens reuses the plan's table (~40 ms on the serving example)."""
+        what `triage.serving_scenario.iteration_table` reads, and built from the plan's
+        iteration-cost cells (`IterationCosts`), which are kept by plan alone: a chunked_prefill
+        or kv_cache_tokens edit reuses the plan's table, a max_num_seqs or
+        max_num_batched_tokens edit evaluates only the cells its new extent adds."""
         from packets.model_specs import fusion_spec, tile_spec
         from packets.schema import DistributionService
+        from triage.serving_scenario import iteration_costs, table_from
 
         config, serving = scenario.config, scenario.serving
-        key = json.dumps(
-            [
-                "iteration",
-                repr(scenario.block),
-                repr(scenario.hardware),
-                fusion_spec(config),
-                tile_spec(config),
-                serving.policy.max_num_seqs,
-                serving.policy.max_num_batched_tokens,
-                serving.longest_sequence,
-                list(config.compiled_shapes.seq_len),
-                config.fallback.dispatch_overhead_us,
-                isinstance(config.service, DistributionService),
-            ],
-            sort_keys=True,
-        )
+        if isinstance(config.service, DistributionService):
+            return None  # pinned service: no table
+        plan = [
+            "iteration",
+            repr(scenario.block),
+            repr(scenario.hardware),
+            fusion_spec(config),
+            tile_spec(config),
+            serving.longest_sequence,
+            list(config.compiled_shapes.seq_len),
+            config.fallback.dispatch_overhead_us,
+        ]
+        policy = serving.policy
+        key = json.dumps([*plan, policy.max_num_seqs, policy.max_num_batched_tokens])
         found = self._cache.get(key)
         if found is None:
-            found = scenario.iteration_table
-            if found is None:  # pinned service: nothing to keep
-                return None
+            costs_key = json.dumps(plan)
+            with self._lock:  # one set of cells per plan, even when two workers ask at once
+                costs = self._cache.get(costs_key)
+                if costs is None:
+                    costs = iteration_costs(config, serving, scenario.hardware, scenario.block)
+                    self._cache.put(costs_key, costs)
+            found = table_from(costs, serving)
             with self._lock:
                 self.builds += 1
             self._cache.put(key, found)

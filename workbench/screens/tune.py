@@ -23,6 +23,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
 
 from packets.candidates import BASELINE, changed_knobs, resolve_config
@@ -69,6 +70,9 @@ class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
     DEBOUNCE_S: ClassVar[float] = 0.05  # held keys repeat every 25-40 ms: a burst runs once
+    DECODE_STEP_AFTER_S: ClassVar[float] = 0.15
+    """Serving packets: the decode step's dynamic-batcher run starts this long after the
+    serving run landed with no newer edit (it never delays the serving views)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
@@ -102,6 +106,7 @@ class TuneScreen(LabScreen):
         self.shown_serving: tuple[ServingRun, ServingRun] | None = None
         """(working, baseline) serving runs on screen (serving packets)."""
         self._charted: tuple | None = None  # what the charts were drawn from (by identity)
+        self._decode_timer: Timer | None = None  # the decode step's deferred start (serving)
         """(working, baseline) runs on screen."""
         self.pareto: tuple = ()
         """The last search's Pareto front (triage.search.Trial), as shown."""
@@ -340,16 +345,33 @@ class TuneScreen(LabScreen):
 
     def request_runs(self, *, debounce: bool) -> None:
         """Bring the status, charts and worksheet up to date with the working configuration:
-        at once from the cache, else in a worker (debounced while editing)."""
+        at once from the cache, else in a worker (debounced while editing). On a serving
+        packet the serving run comes first and the decode step's dynamic-batcher run (the
+        status line's) waits until it has landed (`request_decode_step`)."""
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
         shown = self.shown_runs or (None, None)
         status = self._status(shown[0], shown[1], target, updating=True)
         self.query_one("#tune-status", Static).update(status)
-        lab = self.lab
-        if self.serving:
-            self.request_serving(target, base, debounce=debounce)
         self.forget("tune-full")  # a full run still on its way is for an older configuration
+        if self._decode_timer is not None:
+            self._decode_timer.stop()
+            self._decode_timer = None
+        if self.serving and is_serving(target) and is_serving(base):
+            self.forget("tune")  # a decode-step run on its way is for an older configuration
+            self.request_serving(target, base, debounce=debounce)
+            return
+        if self.serving:
+            self.request_serving(target, base, debounce=debounce)  # says it does not apply
+        self.request_decode_step(debounce=debounce)
+
+    def request_decode_step(self, *, debounce: bool = False) -> None:
+        """The working configuration's and the baseline's runs through the dynamic batcher
+        (a serving packet's decode step): from the cache, else in a worker."""
+        self._decode_timer = None
+        working = self.workbench.working
+        target, base = self.working_subject(working), subject(working)
+        lab = self.lab
         cached = lab.cached_run(target), lab.cached_run(base)
         if not debounce and cached[0] is not None and cached[1] is not None:
             self.forget("tune")
@@ -362,10 +384,19 @@ class TuneScreen(LabScreen):
             debounce=debounce,
         )  # fmt: skip
 
+    def _decode_step_later(self) -> None:
+        """Start the decode step's run once the serving run has landed and no edit came for
+        DECODE_STEP_AFTER_S (a burst of edits never runs it between keys)."""
+        if self._decode_timer is not None:
+            self._decode_timer.stop()
+        self._decode_timer = self.set_timer(self.DECODE_STEP_AFTER_S, self.request_decode_step)
+
     def request_serving(self, target: Subject, base: Subject, *, debounce: bool) -> None:
         """The serving runs of the working configuration and the baseline: at once from the
-        cache, else in a worker (debounced while editing). A working configuration that no
-        longer runs the continuous scheduler shows the line saying so."""
+        cache, else in a worker. The first edit of a burst starts at once; while a serving
+        run is in flight, later edits are debounced (DEBOUNCE_S), so a burst runs its first
+        and its last value. A working configuration that no longer runs the continuous
+        scheduler shows the line saying so."""
         lab = self.lab
         if not is_serving(target) or not is_serving(base):
             self.forget("tune-serving")
@@ -375,17 +406,26 @@ class TuneScreen(LabScreen):
             )
             return
         cached = lab.cached_serving_run(target), lab.cached_serving_run(base)
-        if not debounce and cached[0] is not None and cached[1] is not None:
+        if cached[0] is not None and cached[1] is not None:
             self.forget("tune-serving")
             self.show_serving((cached[0], cached[1]))
             return
-        self.compute(
-            "tune-serving", lambda: (lab.serving_run(target), lab.serving_run(base)),
-            self.show_serving, debounce=debounce, label="serving run",
+
+        def failed(exc: BaseException) -> None:
+            from .compute import one_line
+
+            self.show_error(f"Serving run: {one_line(exc)}")
+            self._decode_step_later()
+
+        self.start_compute(
+            "serving run", lambda _stop: (lab.serving_run(target), lab.serving_run(base)),
+            self.show_serving, debounce=debounce and self.running("tune-serving"),
+            failed=failed, channel="tune-serving",
         )  # fmt: skip
 
     def show_serving(self, result: tuple[ServingRun, ServingRun]) -> None:
-        """Show a serving run against the baseline's: TTFT/TPOT line, KV-cache chart."""
+        """Show a serving run against the baseline's: the serving line and every serving view
+        (KV cache, latency, load, HBM); then the decode step's run follows."""
         from workbench.lab.charts import kv_chart
         from workbench.widgets.charts import Chart
 
@@ -395,6 +435,7 @@ class TuneScreen(LabScreen):
         self.shown_serving = (run, base)
         self.query_one("#tune-serving", Static).update(serving_text(run, base))
         self.query_one("#tune-kv", Chart).show(kv_chart([("baseline", base), ("working", run)]))
+        self._decode_step_later()
 
     def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
         """Show the working configuration's simulation in the charts and complete its run."""
