@@ -112,19 +112,40 @@ class IterationCosts:
         self._lock = threading.Lock()
         self.evaluated = 0
 
-    def table(self, *, max_num_seqs: int, max_tokens: int) -> IterationTable:
+    def table(
+        self, *, max_num_seqs: int, max_tokens: int, ahead: Sequence[tuple[int, int]] = ()
+    ) -> IterationTable:
         """The engine's table for max_num_seqs running sequences and max_tokens prefill tokens
-        per iteration (max_num_batched_tokens, or the longest sequence when prompts go whole)."""
-        biggest_p = max(max_tokens, self.longest_sequence)
-        m_edges = bucket_edges(max_num_seqs + biggest_p)
-        p_edges = bucket_edges(biggest_p)
+        per iteration (max_num_batched_tokens, or the longest sequence when prompts go whole).
+        ahead: other (max_num_seqs, max_tokens) extents whose cells are evaluated in the same
+        pass when this one needs any (an arrow step's neighbours: the next step then finds
+        its cells kept). What is returned never depends on `ahead`."""
+        m_edges, p_edges = self._edges(max_num_seqs, max_tokens)
         with self._lock:
-            self._evaluate(m_edges, p_edges, max_num_seqs)
+            if self._missing(m_edges, p_edges, max_num_seqs):
+                extents = [(max_num_seqs, max_tokens), *((max(1, s), max(1, t)) for s, t in ahead)]
+                edges = [self._edges(s, t) for s, t in extents]
+                self._evaluate(
+                    np.unique(np.concatenate([m for m, _ in edges])),
+                    np.unique(np.concatenate([p for _, p in edges])),
+                    max(s for s, _ in extents),
+                )
             lin = np.array([self._lin[int(m)] for m in m_edges], dtype=np.float64)
             pre = np.array([self._pre[int(p)][0] for p in p_edges], dtype=np.float64)
             fallback = np.array([self._pre[int(p)][1] for p in p_edges], dtype=bool)
             dec = self._dec[:max_num_seqs].copy()
         return IterationTable(m_edges, lin, self._kv_edges.copy(), dec, p_edges, pre, fallback)
+
+    def _edges(self, max_num_seqs: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        biggest_p = max(max_tokens, self.longest_sequence)
+        return bucket_edges(max_num_seqs + biggest_p), bucket_edges(biggest_p)
+
+    def _missing(self, m_edges: np.ndarray, p_edges: np.ndarray, max_num_seqs: int) -> bool:
+        return (
+            max_num_seqs > len(self._dec)
+            or any(int(m) not in self._lin for m in m_edges)
+            or any(int(p) not in self._pre for p in p_edges)
+        )
 
     def _evaluate(self, m_edges: np.ndarray, p_edges: np.ndarray, max_num_seqs: int) -> None:
         m_new = np.asarray([m for m in m_edges if int(m) not in self._lin], np.int64)

@@ -34,7 +34,8 @@ def test_tables_from_kept_cells_match_fresh_builds_bit_for_bit(compiled) -> None
         dispatch_us=20.0,
     )  # fmt: skip
     for seqs, tokens in ((8, 2048), (64, 8192), (9, 8256), (64, 16384), (65, 3000), (8, 2048)):
-        kept = costs.table(max_num_seqs=seqs, max_tokens=tokens)
+        near = [(seqs + 3, tokens + 100), (seqs - 1, tokens - 1)]  # evaluated, not returned
+        kept = costs.table(max_num_seqs=seqs, max_tokens=tokens, ahead=near)
         fresh = build_iteration_table(
             LLAMA_8B, hw, "standard", {}, max_num_seqs=seqs, max_tokens=tokens,
             longest_sequence=LONGEST, compiled_shapes=compiled, dispatch_us=20.0,
@@ -64,3 +65,15 @@ def test_the_table_refuses_a_block_it_cannot_cost() -> None:
     block = BlockSpec("mlp", "decode", "bf16", 4096, 32, 8, 128, 14336, 32)
     with pytest.raises(ValueError, match=r"block\.kind must be llama-decoder"):
         IterationCosts(block, preset("h100-sxm"), "standard", {}, longest_sequence=LONGEST)
+
+
+def test_cells_evaluated_ahead_serve_the_next_arrow_steps_without_evaluating() -> None:
+    costs = IterationCosts(LLAMA_8B, preset("h100-sxm"), "standard", {}, longest_sequence=LONGEST)
+    steps = [(d, 0) for d in (1, 2, -1)] + [(0, d) for d in (1, 2, -1)]
+    costs.table(max_num_seqs=64, max_tokens=8192, ahead=[(64 + a, 8192 + b) for a, b in steps])
+    before = costs.evaluated
+    for seqs, tokens in ((65, 8192), (66, 8192), (63, 8192), (64, 8193), (64, 8194), (64, 8191)):
+        costs.table(max_num_seqs=seqs, max_tokens=tokens)
+    assert costs.evaluated == before
+    costs.table(max_num_seqs=64, max_tokens=8195)  # beyond what was asked ahead
+    assert costs.evaluated > before

@@ -297,6 +297,13 @@ class _Cache:
                 self._items.popitem(last=False)
 
 
+ARROW_STEPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 20, 30, 40)
+"""Offsets of a serving policy's max_num_seqs and max_num_batched_tokens, either way, whose
+iteration-cost cells are evaluated with its own when it needs any: the next eight arrow steps
+(up/down) and four shift-steps (ten) then reuse them (a cell is ~0.1% of one evaluation's
+fixed cost; the table returned is the same either way)."""
+
+
 class TableMemo:
     """Service tables by what they depend on (block, hardware, fusion, tiles, compiled shapes,
     fallback, batch sizes and shape values), so an edit that cannot change them (max queue
@@ -370,7 +377,7 @@ class TableMemo:
                 if costs is None:
                     costs = iteration_costs(config, serving, scenario.hardware, scenario.block)
                     self._cache.put(costs_key, costs)
-            found = table_from(costs, serving)
+            found = table_from(costs, serving, ARROW_STEPS)
             with self._lock:
                 self.builds += 1
             self._cache.put(key, found)
