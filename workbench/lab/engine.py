@@ -27,6 +27,7 @@ from workbench.core.session import WorkingPacket
 
 if TYPE_CHECKING:
     from model.compiler.hardware import HardwareEnvelope
+    from model.runtime.serving_profiles import ServingProfiles
     from model.runtime.simulate import RuntimeResult
     from model.runtime.stats import RuntimeProfiles
     from model.runtime.summary import RunSummary
@@ -220,6 +221,12 @@ class ServingRun:
         kv_time_s: (T,) times of the KV-cache timeline, s from the run's first iteration end.
         kv_occupancy: (T,) KV-cache tokens held over all engines' capacity at those times, 0..1.
         kv_capacity_tokens: KV-cache capacity per engine, tokens.
+        profiles: the run's chart series (model/runtime/serving_profiles.py): TTFT, TPOT and
+            latency at LATENCY_PERCENTILES, queue and per-engine KV peaks over time, per-engine
+            busy share and tokens/s.
+        kv_bytes_per_token: KV-cache bytes one token holds over all layers.
+        weight_bytes: the block's parameter bytes on each engine.
+        hbm_gib: HBM per engine (0: the hardware does not say), GiB.
     """
 
     name: str
@@ -227,6 +234,10 @@ class ServingRun:
     kv_time_s: np.ndarray
     kv_occupancy: np.ndarray
     kv_capacity_tokens: int | None
+    profiles: ServingProfiles
+    kv_bytes_per_token: int
+    weight_bytes: float
+    hbm_gib: float
 
 
 @dataclass(frozen=True)
@@ -478,10 +489,15 @@ def is_serving(subject: Subject) -> bool:
 
 
 def compute_serving_run(subject: Subject) -> ServingRun:
-    """Run a serving subject's continuous scheduler (the run `workbench run` shows)."""
+    """Run a serving subject's continuous scheduler (the run `workbench run` shows) and keep
+    its summary and chart series (not its per-request arrays)."""
+    from model.runtime.serving_profiles import serving_profiles
+    from model.runtime.serving_table import kv_bytes_per_token, weight_bytes_total
     from triage.runs import run_serving_scenario
 
-    summary = run_serving_scenario(subject.scenario, subject.loaded.name).summary
+    scenario = subject.scenario
+    report = run_serving_scenario(scenario, subject.loaded.name)
+    summary = report.summary
     kv = summary["kv_cache"]
     t_ms = np.asarray(kv["timeline"]["t_ms"], dtype=np.float64)
     return ServingRun(
@@ -490,6 +506,10 @@ def compute_serving_run(subject: Subject) -> ServingRun:
         kv_time_s=(t_ms - (t_ms[0] if len(t_ms) else 0.0)) / 1e3,
         kv_occupancy=np.asarray(kv["timeline"]["occupancy"], dtype=np.float64),
         kv_capacity_tokens=kv["capacity_tokens_per_engine"],
+        profiles=serving_profiles(report.result, LATENCY_PERCENTILES),
+        kv_bytes_per_token=kv_bytes_per_token(scenario.block),
+        weight_bytes=weight_bytes_total(scenario.block),
+        hbm_gib=float(scenario.hardware.hbm_gib),
     )
 
 

@@ -17,13 +17,13 @@ baseline's in a status line and the KV-cache occupancy of both as the first view
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
 
 from packets.candidates import BASELINE, changed_knobs, resolve_config
@@ -62,6 +62,12 @@ VIEWS = (
     ("tune-pareto", "Pareto"),
     ("tune-candidates", "Candidates"),
 )
+SERVING_DISTRIBUTION_CHARTS = {"ttft": "tune-ttft", "tpot": "tune-tpot", "latency": "tune-latency"}
+"""Serving packets: the chart of each serving distribution (workbench.lab.charts)."""
+SERVING_CHARTS = ("tune-kv", *SERVING_DISTRIBUTION_CHARTS.values(), "load-chart", "tune-hbm")
+"""Serving packets: every chart drawn from the serving run."""
+DECODE_WAIT = "tune-decode-wait"
+"""Worker (and group) that waits before a serving packet's decode-step run."""
 SEARCH_TRIALS = 32
 """Trials of the search f6 runs (the packet's seed, objective p99): seconds on 2 cores."""
 
@@ -106,7 +112,6 @@ class TuneScreen(LabScreen):
         self.shown_serving: tuple[ServingRun, ServingRun] | None = None
         """(working, baseline) serving runs on screen (serving packets)."""
         self._charted: tuple | None = None  # what the charts were drawn from (by identity)
-        self._decode_timer: Timer | None = None  # the decode step's deferred start (serving)
         """(working, baseline) runs on screen."""
         self.pareto: tuple = ()
         """The last search's Pareto front (triage.search.Trial), as shown."""
@@ -161,8 +166,23 @@ class TuneScreen(LabScreen):
                     VerticalScroll(Static(id="candidates-table"), id="tune-candidates"),
                 ),
             ]
-            if self.serving:
-                views.insert(0, ("tune-kv", "KV cache", Chart(waiting, id="tune-kv")))
+            if self.serving:  # the serving run's views replace the decode step's
+                views[:3] = [
+                    ("tune-kv", "KV cache", Chart(waiting, id="tune-kv")),
+                    ("tune-ttft", "TTFT", Chart(waiting, id="tune-ttft")),
+                    ("tune-tpot", "TPOT", Chart(waiting, id="tune-tpot")),
+                    ("tune-latency", "Latency", Chart(waiting, id="tune-latency")),
+                    (
+                        "tune-load",
+                        "Load",
+                        Vertical(
+                            Static(id="serving-engines"),
+                            Chart(waiting, id="load-chart"),
+                            id="tune-load",
+                        ),
+                    ),
+                    ("tune-hbm", "HBM", Chart(waiting, id="tune-hbm")),
+                ]
             yield ChartDeck(views, "f2/f3", id="tune-deck")
 
     @property
@@ -354,9 +374,7 @@ class TuneScreen(LabScreen):
         status = self._status(shown[0], shown[1], target, updating=True)
         self.query_one("#tune-status", Static).update(status)
         self.forget("tune-full")  # a full run still on its way is for an older configuration
-        if self._decode_timer is not None:
-            self._decode_timer.stop()
-            self._decode_timer = None
+        self.workers.cancel_group(self, DECODE_WAIT)  # its decode step is for an older edit
         if self.serving and is_serving(target) and is_serving(base):
             self.forget("tune")  # a decode-step run on its way is for an older configuration
             self.request_serving(target, base, debounce=debounce)
@@ -368,7 +386,6 @@ class TuneScreen(LabScreen):
     def request_decode_step(self, *, debounce: bool = False) -> None:
         """The working configuration's and the baseline's runs through the dynamic batcher
         (a serving packet's decode step): from the cache, else in a worker."""
-        self._decode_timer = None
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
         lab = self.lab
@@ -386,10 +403,16 @@ class TuneScreen(LabScreen):
 
     def _decode_step_later(self) -> None:
         """Start the decode step's run once the serving run has landed and no edit came for
-        DECODE_STEP_AFTER_S (a burst of edits never runs it between keys)."""
-        if self._decode_timer is not None:
-            self._decode_timer.stop()
-        self._decode_timer = self.set_timer(self.DECODE_STEP_AFTER_S, self.request_decode_step)
+        DECODE_STEP_AFTER_S (a burst of edits never runs it between keys). The wait is a
+        worker of its own, so whoever waits for the screen's work waits for it too."""
+        self.run_worker(
+            self._decode_step_after(), name=DECODE_WAIT, group=DECODE_WAIT, exclusive=True,
+            exit_on_error=False,
+        )  # fmt: skip
+
+    async def _decode_step_after(self) -> None:
+        await asyncio.sleep(self.DECODE_STEP_AFTER_S)
+        self.request_decode_step()
 
     def request_serving(self, target: Subject, base: Subject, *, debounce: bool) -> None:
         """The serving runs of the working configuration and the baseline: at once from the
@@ -399,11 +422,15 @@ class TuneScreen(LabScreen):
         scheduler shows the line saying so."""
         lab = self.lab
         if not is_serving(target) or not is_serving(base):
+            from workbench.widgets.charts import Chart
+
             self.forget("tune-serving")
             self.shown_serving = None
-            self.query_one("#tune-serving", Static).update(
-                Text("Serving: the working configuration does not run the continuous scheduler")
-            )
+            line = "the working configuration does not run the continuous scheduler"
+            self.query_one("#tune-serving", Static).update(Text(f"Serving: {line}"))
+            for chart_id in SERVING_CHARTS:
+                self.query_one(f"#{chart_id}", Chart).show(None, placeholder=line.capitalize())
+            self.query_one("#serving-engines", Static).update("")
             return
         cached = lab.cached_serving_run(target), lab.cached_serving_run(base)
         if cached[0] is not None and cached[1] is not None:
@@ -426,7 +453,14 @@ class TuneScreen(LabScreen):
     def show_serving(self, result: tuple[ServingRun, ServingRun]) -> None:
         """Show a serving run against the baseline's: the serving line and every serving view
         (KV cache, latency, load, HBM); then the decode step's run follows."""
-        from workbench.lab.charts import kv_chart
+        from workbench.lab.charts import (
+            SERVING_DISTRIBUTIONS,
+            kv_chart,
+            queue_chart,
+            serving_distribution_chart,
+            serving_hbm_chart,
+        )
+        from workbench.lab.views import engine_load_line
         from workbench.widgets.charts import Chart
 
         from .tune_views import serving_text
@@ -434,7 +468,15 @@ class TuneScreen(LabScreen):
         run, base = result
         self.shown_serving = (run, base)
         self.query_one("#tune-serving", Static).update(serving_text(run, base))
-        self.query_one("#tune-kv", Chart).show(kv_chart([("baseline", base), ("working", run)]))
+        both = [("baseline", base), ("working", run)]
+        self.query_one("#tune-kv", Chart).show(kv_chart(both))
+        packet = self.workbench.working.packet
+        for metric in SERVING_DISTRIBUTIONS:
+            chart = self.query_one(f"#{SERVING_DISTRIBUTION_CHARTS[metric]}", Chart)
+            chart.show(serving_distribution_chart(metric, run, base, packet))
+        self.query_one("#serving-engines", Static).update(engine_load_line(run, base))
+        self.query_one("#load-chart", Chart).show(queue_chart(both))
+        self.query_one("#tune-hbm", Chart).show(serving_hbm_chart(both))
         self._decode_step_later()
 
     def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
@@ -447,10 +489,11 @@ class TuneScreen(LabScreen):
             self.show_runs((preview, base))
             return
         packet = self.workbench.working.packet
-        self.query_one("#tune-latency", Chart).show(latency_chart(preview, base, packet))
-        self.query_one("#tune-hbm", Chart).show(
-            hbm_chart([("baseline", base), ("working", preview)])
-        )
+        if not self.serving:  # a serving packet's views show its serving run
+            self.query_one("#tune-latency", Chart).show(latency_chart(preview, base, packet))
+            self.query_one("#tune-hbm", Chart).show(
+                hbm_chart([("baseline", base), ("working", preview)])
+            )
         self._charted = (preview.latency_ms, preview.profiles, base, packet)
         target, lab = self.working_subject(self.workbench.working), self.lab
         self.compute("tune-full", lambda: (lab.run(target), base), self.show_runs)
@@ -478,8 +521,9 @@ class TuneScreen(LabScreen):
         self.query_one("#tune-status", Static).update(self._status(run, base, target))
         charted = (run.latency_ms, run.profiles, base, packet)
         # A run completing a preview already charted has the same series objects: no redraw.
-        if self._charted is None or any(
-            a is not b for a, b in zip(charted, self._charted, strict=True)
+        if not self.serving and (
+            self._charted is None
+            or any(a is not b for a, b in zip(charted, self._charted, strict=True))
         ):
             self.query_one("#tune-latency", Chart).show(latency_chart(run, base, packet))
             self.query_one("#tune-hbm", Chart).show(
@@ -494,7 +538,7 @@ class TuneScreen(LabScreen):
         view = self.deck.current
         if view == "tune-worksheet":
             self.request_worksheet()
-        elif view == "tune-load":
+        elif view == "tune-load" and not self.serving:  # serving: the run's queue and engines
             self.request_load_curves()
         elif view == "tune-candidates":
             self.request_candidates()
