@@ -185,6 +185,8 @@ def serving_kernel(
                 if placement == CENTRAL:
                     outstanding[e] += 1
                 engine_of[r] = e
+                if np.isnan(scheduled[r]):  # only an admission can schedule a request first
+                    scheduled[r] = t
                 running[e, n_running[e]] = r
                 rows[ns] = r
                 tokens[ns] = take
@@ -218,9 +220,7 @@ def serving_kernel(
         any_finished = False
         for s in range(ns):
             r = rows[s]
-            if np.isnan(scheduled[r]):
-                scheduled[r] = t
-            if decoding[s]:
+            if decoding[s] and pre > 0:  # without prefill tokens the difference is 0.0
                 interference[r] += dt - dt_decode_only
             computed[r] += tokens[s]
             kv_used[e] += tokens[s]
