@@ -10,9 +10,12 @@ with its bottleneck shifts, and the candidates with their headline changes. f4 s
 working configuration as a named candidate of the packet (so drafts and SIGHUP keep it).
 
 A serving packet (baseline `scheduler: continuous`) edits the continuous batch policy
-(max_num_seqs, max_num_batched_tokens, chunked_prefill, kv_cache_tokens); each edit also
-re-runs the serving model (the run `workbench run` shows), its TTFT/TPOT against the
-baseline's in a status line and the KV-cache occupancy of both as the first view.
+(max_num_seqs, max_num_batched_tokens, chunked_prefill, kv_cache_tokens); each edit re-runs
+the serving model (the run `workbench run` shows; the first key of a burst at once), its
+TTFT/TPOT against the baseline's in a status line, and its views replace the decode step's:
+KV-cache occupancy, TTFT, TPOT and latency by percentile against the serving SLA, per-engine
+load with the waiting queue, and HBM (weights + KV cache) per engine. The decode step's
+dynamic-batcher run (the status line's) follows once the serving run has landed.
 """
 
 from __future__ import annotations
