@@ -2,12 +2,15 @@
 
 A fresh process opens the app headless at 120x40 on the `llm-serving-continuous` example, waits
 for the start-up warm-up, goes to Tune and edits the continuous batch policy key by key: arrow
-steps on max_num_batched_tokens and on max_num_seqs (each a value not seen before: a new
-iteration table and serving run of 20,000 requests, beside the decode step's dynamic-batcher
-run), then chunked_prefill on and off (the second pair comes from the lab's cache). For each
-key it records the time from sending the key event (as a terminal's input thread does) to the
-first frame handed to the terminal after the KV-cache chart was rebuilt from the new serving
-run: debounce, model runs, chart rebuild and screen update. The stall monitor runs throughout.
+steps on max_num_batched_tokens and on max_num_seqs (each a value not seen before: an
+iteration table and a serving run of 20,000 requests; the decode step's dynamic-batcher run
+follows once the serving run has landed), then chunked_prefill on and off (the second pair
+comes from the lab's cache). For each key it records the time from sending the key event (as a
+terminal's input thread does) to the first frame handed to the terminal after the KV-cache
+chart was rebuilt from the new serving run: model runs, chart rebuild and screen update (the
+first key of a burst is not debounced). The stall monitor runs throughout. Then, in this
+process, the stages of one such edit without the app (median of STAGE_REPEATS): the iteration
+table from the plan's kept cells, the simulation, the summary and the chart series.
 
 Run: `python -m benchmarks.bench_serving_app` (writes the `serving-app` section of BENCHMARKS.md).
 """
@@ -28,6 +31,8 @@ from benchmarks.tuning_session import CHILD_PRELUDE
 
 COMMAND = "python -m benchmarks.bench_serving_app"
 STEPS = 8  # arrow steps per numeric knob
+STAGE_REPEATS = 7
+TARGET_P95_MS = 100.0  # the app's keypress budget (issue 12), on an idle machine
 
 CHILD = (
     CHILD_PRELUDE
@@ -104,6 +109,48 @@ def run_session(home: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def stage_times() -> dict[str, float]:
+    """Median ms of each stage of a max_num_seqs step on the example, outside the app (the
+    lab's path: subject, kept table cells, simulation, summary, chart series)."""
+    import time
+
+    from model.runtime.serving import simulate_serving
+    from model.runtime.serving_profiles import serving_profiles
+    from model.runtime.serving_summary import serving_summary
+    from packets.examples import example_path
+    from packets.load import load_packet
+    from workbench.core.session import open_working
+    from workbench.lab.config import edit_config
+    from workbench.lab.engine import LATENCY_PERCENTILES, Lab, subject
+
+    path = example_path("llm-serving-continuous")
+    working = open_working(load_packet(path), Path(path))
+    lab = Lab()
+    lab.warm_up()
+    base = subject(working)
+    lab.serving_run(base)  # compiles the kernel, evaluates the plan's cells once
+    config = base.config
+    times: dict[str, list[float]] = {"scenario and table": [], "simulation": [], "summary": [],
+                                     "chart series": []}  # fmt: skip
+    for _ in range(STAGE_REPEATS):
+        seqs = config.batch_policy.max_num_seqs + 1
+        config = edit_config(subject(working, config, name="working"),
+                             ("batch_policy", "max_num_seqs"), seqs)  # fmt: skip
+        t0 = time.perf_counter()
+        scenario = subject(working, config, name="working").scenario  # with its table
+        table = scenario.iteration_table
+        t1 = time.perf_counter()
+        result = simulate_serving(scenario.serving, table)
+        t2 = time.perf_counter()
+        serving_summary(result, table)
+        t3 = time.perf_counter()
+        serving_profiles(result, LATENCY_PERCENTILES)
+        t4 = time.perf_counter()
+        for name, took in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            times[name].append(took * 1e3)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def _p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
@@ -112,6 +159,7 @@ def main() -> None:
     before = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         session = run_session(Path(folder))
+    stages = stage_times()
     after = os.getloadavg()
     kinds = ("max_num_batched_tokens", "max_num_seqs", "chunked_prefill")
     every = [v for k in kinds for v in session[k]]
@@ -119,23 +167,28 @@ def main() -> None:
     by_kind = "; ".join(
         f"{k} p50 {statistics.median(session[k]):.0f} / max {max(session[k]):.0f} ms" for k in kinds
     )
+    p95 = _p95(every)
+    verdict = "met" if p95 <= TARGET_P95_MS else "missed"
+    stage_text = ", ".join(f"{name} {ms:.1f} ms" for name, ms in stages.items())
     body = f"""The `llm-serving-continuous` example in Tune at 120x40 headless (benchmarks/bench_serving_app.py):
 {STEPS} arrow steps on max_num_batched_tokens, {STEPS} on max_num_seqs (each a new iteration
-table and a serving run of 20,000 requests, plus the decode step's dynamic-batcher run), then
-chunked_prefill on, off, on, off (the last two from the lab's cache). Keypress to the first
-frame after the KV-cache chart was redrawn from the new serving run.
+table and a serving run of 20,000 requests; the decode step's dynamic-batcher run follows once
+the serving run has landed), then chunked_prefill on, off, on, off (the last two from the lab's
+cache). Keypress to the first frame after the KV-cache chart was redrawn from the new serving
+run.
 
 | Measure | Figure | Target |
 |---|---|---|
-| Keypress to redrawn KV chart ({len(every)} edits, {session["model_runs"]} model runs) | p50 {statistics.median(every):.0f} ms, p95 {_p95(every):.0f} ms (max {max(every):.0f}) | p95 <= 150 ms (idle machine) |
+| Keypress to redrawn KV chart ({len(every)} edits, {session["model_runs"]} model runs) | p50 {statistics.median(every):.0f} ms, p95 {p95:.0f} ms (max {max(every):.0f}) | p95 <= {TARGET_P95_MS:.0f} ms (idle machine) |
 | UI-loop lag through the session ({lag["samples"]} wake-ups) | p99 {lag["p99_ms"]:.1f} ms, max {lag["max_ms"]:.1f} ms; {lag["stalls"]} stalls over 50 ms | max <= 50 ms |
 
 By edit: {by_kind}.
-The keypress budget (p95 <= 150 ms) is missed: a max_num_batched_tokens or max_num_seqs edit
-costs the 50 ms debounce, a new iteration table (~40 ms) and the serving run itself (simulation
-and summary, ~100 ms for 20,000 requests), in a worker beside the decode step's run; a
-chunked_prefill edit reuses the plan's table. The serving kernel releases the GIL, so the UI
-loop keeps running meanwhile.
+Stages of one max_num_seqs step outside the app (median of {STAGE_REPEATS}): {stage_text}.
+The keypress budget is {verdict} at this load. The first key of a burst runs at once (no
+debounce); the iteration table is gathered from the plan's kept cells (those of the next arrow
+steps are evaluated with the first miss); the simulation is most of what is left, then the
+chart rebuild and screen update. The serving kernel releases the GIL, so the UI loop keeps
+running meanwhile.
 Load average (`uptime`) before: {before[0]:.2f}, {before[1]:.2f}, {before[2]:.2f}; after:
 {after[0]:.2f}, {after[1]:.2f}, {after[2]:.2f} (2 cores shared with other engineers' work).
 """

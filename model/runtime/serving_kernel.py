@@ -217,13 +217,13 @@ def serving_kernel(
                 dt += pre_attn_ms[_bucket(p_edges, pre)]
         end = t + dt
         # apply: KV grows by the tokens computed; a sequence that caught up emits a token
+        kv_used[e] += n_dec + pre  # every scheduled token enters the KV cache
         any_finished = False
         for s in range(ns):
             r = rows[s]
             if decoding[s] and pre > 0:  # without prefill tokens the difference is 0.0
                 interference[r] += dt - dt_decode_only
             computed[r] += tokens[s]
-            kv_used[e] += tokens[s]
             if computed[r] == prompt[r] + generated[r]:
                 if not np.isnan(evicted_at[r]):  # recomputed back to where it was
                     lost[r] += end - evicted_at[r]
