@@ -4,12 +4,15 @@ step's dynamic-batcher run waits until the serving views are drawn."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from textual import events
 from textual.widgets import Static
+from textual.worker import WorkerState
 
 from model.runtime.serving_profiles import serving_profiles
 from model.runtime.serving_table import kv_bytes_per_token, weight_bytes_total
@@ -170,3 +173,37 @@ async def test_serving_views_match_their_snapshots(
         name = f"tune-serving-{view.removeprefix('tune-')}-no-color-80x24"
         failure = compare(name, app.export_screenshot(title=name), SMALL)
     assert not failure, failure
+
+
+async def test_a_burst_of_edits_runs_its_first_key_at_once_and_then_only_its_last(
+    make_app: MakeApp, serving_file: Path
+) -> None:
+    app = make_app(serving_file)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await open_tune(app, pilot)
+        await tab_to(app, pilot, "tune-batch_policy-max_num_seqs")
+        # A burst: keys closer than the debounce (made long here, so a loaded machine's slow
+        # key handling cannot split it), sent as a terminal sends held keys (Pilot's press
+        # waits between keys): the first, then two more while its run is in flight.
+        screen.DEBOUNCE_S = 1.0  # type: ignore[misc]
+        app._driver.send_message(events.Key("down", None))  # 64 -> 63
+        while not any(
+            w.group == "compute-tune-tune-serving" and w.state == WorkerState.RUNNING
+            for w in app.workers
+        ):
+            await asyncio.sleep(0.001)
+        for _ in range(2):  # 63 -> 62 -> 61
+            app._driver.send_message(events.Key("down", None))
+        await settle(app, pilot)
+        assert screen.config.batch_policy.max_num_seqs == 61
+        lab, working = app.lab, app.working
+
+        def served(seqs: int) -> ServingRun | None:
+            policy = screen.config.batch_policy.model_copy(update={"max_num_seqs": seqs})
+            config = screen.config.model_copy(update={"batch_policy": policy})
+            return lab.cached_serving_run(subject(working, config, name="working"))
+
+        assert served(63) is not None  # the first key ran at once ...
+        assert served(62) is None  # ... the keys during its run were coalesced ...
+        last = served(61)
+        assert last is not None and screen.shown_serving[0] is last  # ... into the last one
