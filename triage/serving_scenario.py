@@ -97,18 +97,20 @@ def iteration_costs(
     )
 
 
-def table_from(
-    costs: IterationCosts | None, serving: ServingConfig, ahead: tuple[int, ...] = ()
-) -> IterationTable | None:
-    """The iteration table of `serving`'s policy from the plan's cells (None when pinned).
-    ahead: steps (e.g. 1, 10) of max_num_seqs and max_num_batched_tokens, either way, whose
-    cells are evaluated with this table's when it needs any (same table either way)."""
+def table_from(costs: IterationCosts | None, serving: ServingConfig) -> IterationTable | None:
+    """The iteration table of `serving`'s policy from the plan's cells (None when pinned)."""
     if costs is None:
         return None
+    policy = serving.policy
+    return costs.table(max_num_seqs=policy.max_num_seqs, max_tokens=policy.max_num_batched_tokens)
+
+
+def neighbours(serving: ServingConfig, steps: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(max_num_seqs, max_num_batched_tokens) of `serving`'s policy moved by each of `steps`,
+    either way, one knob at a time (what arrow keys on either field reach next)."""
     seqs, tokens = serving.policy.max_num_seqs, serving.policy.max_num_batched_tokens
-    steps = [d for step in ahead for d in (step, -step)]
-    near = [(seqs + d, tokens) for d in steps] + [(seqs, tokens + d) for d in steps]
-    return costs.table(max_num_seqs=seqs, max_tokens=tokens, ahead=near)
+    offsets = [d for step in steps for d in (step, -step)]
+    return [(seqs + d, tokens) for d in offsets] + [(seqs, tokens + d) for d in offsets]
 
 
 def iteration_table(

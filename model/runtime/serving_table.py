@@ -123,18 +123,28 @@ class IterationCosts:
         m_edges, p_edges = self._edges(max_num_seqs, max_tokens)
         with self._lock:
             if self._missing(m_edges, p_edges, max_num_seqs):
-                extents = [(max_num_seqs, max_tokens), *((max(1, s), max(1, t)) for s, t in ahead)]
-                edges = [self._edges(s, t) for s, t in extents]
-                self._evaluate(
-                    np.unique(np.concatenate([m for m, _ in edges])),
-                    np.unique(np.concatenate([p for _, p in edges])),
-                    max(s for s, _ in extents),
-                )
+                self._reserve([(max_num_seqs, max_tokens), *ahead])
             lin = np.array([self._lin[int(m)] for m in m_edges], dtype=np.float64)
             pre = np.array([self._pre[int(p)][0] for p in p_edges], dtype=np.float64)
             fallback = np.array([self._pre[int(p)][1] for p in p_edges], dtype=bool)
             dec = self._dec[:max_num_seqs].copy()
         return IterationTable(m_edges, lin, self._kv_edges.copy(), dec, p_edges, pre, fallback)
+
+    def reserve(self, extents: Sequence[tuple[int, int]]) -> None:
+        """Evaluate, in one pass, every cell the tables of these (max_num_seqs, max_tokens)
+        extents need that is not kept yet (for an idle moment: the next edits' tables are
+        then gathered without evaluating)."""
+        with self._lock:
+            self._reserve(extents)
+
+    def _reserve(self, extents: Sequence[tuple[int, int]]) -> None:
+        extents = [(max(1, int(s)), max(1, int(t))) for s, t in extents]
+        edges = [self._edges(s, t) for s, t in extents]
+        self._evaluate(
+            np.unique(np.concatenate([m for m, _ in edges])),
+            np.unique(np.concatenate([p for _, p in edges])),
+            max(s for s, _ in extents),
+        )
 
     def _edges(self, max_num_seqs: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
         biggest_p = max(max_tokens, self.longest_sequence)

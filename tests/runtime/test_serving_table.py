@@ -77,3 +77,22 @@ def test_cells_evaluated_ahead_serve_the_next_arrow_steps_without_evaluating() -
     assert costs.evaluated == before
     costs.table(max_num_seqs=64, max_tokens=8195)  # beyond what was asked ahead
     assert costs.evaluated > before
+
+
+def test_reserved_cells_serve_every_neighbour_without_evaluating() -> None:
+    """What the app does while idle: the cells of the next arrow steps, evaluated in one pass
+    even though the current table needed none."""
+    costs = IterationCosts(LLAMA_8B, preset("h100-sxm"), "standard", {}, longest_sequence=LONGEST)
+    costs.table(max_num_seqs=64, max_tokens=8192)
+    first = costs.evaluated
+    near = [(64 + d, 8192) for d in (1, 2, -1, 10)] + [(64, 8192 + d) for d in (1, 2, -1, 10)]
+    costs.reserve(near)
+    assert costs.evaluated > first
+    reserved = costs.evaluated
+    for seqs, tokens in near:
+        fresh = build_iteration_table(
+            LLAMA_8B, preset("h100-sxm"), "standard", {}, max_num_seqs=seqs, max_tokens=tokens,
+            longest_sequence=LONGEST,
+        )  # fmt: skip
+        assert_same_bits(costs.table(max_num_seqs=seqs, max_tokens=tokens), fresh)
+    assert costs.evaluated == reserved

@@ -308,11 +308,10 @@ class _Cache:
                 self._items.popitem(last=False)
 
 
-ARROW_STEPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 20, 30, 40)
+ARROW_STEPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 20)
 """Offsets of a serving policy's max_num_seqs and max_num_batched_tokens, either way, whose
-iteration-cost cells are evaluated with its own when it needs any: the next eight arrow steps
-(up/down) and four shift-steps (ten) then reuse them (a cell is ~0.1% of one evaluation's
-fixed cost; the table returned is the same either way)."""
+iteration-cost cells `TableMemo.prefetch` evaluates while the app is idle: the next eight
+arrow steps (up/down) and two shift-steps (ten) then gather their tables from kept cells."""
 
 
 class TableMemo:
@@ -360,39 +359,69 @@ class TableMemo:
         what `triage.serving_scenario.iteration_table` reads, and built from the plan's
         iteration-cost cells (`IterationCosts`), which are kept by plan alone: a chunked_prefill
         or kv_cache_tokens edit reuses the plan's table, a max_num_seqs or
-        max_num_batched_tokens edit evaluates only the cells its new extent adds."""
-        from packets.model_specs import fusion_spec, tile_spec
+        max_num_batched_tokens edit evaluates only the cells its new extent adds (none after
+        `prefetch`)."""
         from packets.schema import DistributionService
-        from triage.serving_scenario import iteration_costs, table_from
+        from triage.serving_scenario import table_from
 
         config, serving = scenario.config, scenario.serving
         if isinstance(config.service, DistributionService):
             return None  # pinned service: no table
-        plan = [
+        plan = self._plan(scenario)
+        policy = serving.policy
+        key = json.dumps(
+            [*plan, policy.max_num_seqs, policy.max_num_batched_tokens], sort_keys=True
+        )
+        found = self._cache.get(key)
+        if found is None:
+            found = table_from(self._costs(scenario, plan), serving)
+            with self._lock:
+                self.builds += 1
+            self._cache.put(key, found)
+        return found
+
+    @staticmethod
+    def _plan(scenario: Scenario) -> list:
+        """What a serving plan's iteration-cost cells depend on (not max_num_seqs or
+        max_num_batched_tokens)."""
+        from packets.model_specs import fusion_spec, tile_spec
+
+        config = scenario.config
+        return [
             "iteration",
             repr(scenario.block),
             repr(scenario.hardware),
             fusion_spec(config),
             tile_spec(config),
-            serving.longest_sequence,
+            scenario.serving.longest_sequence,
             list(config.compiled_shapes.seq_len),
             config.fallback.dispatch_overhead_us,
         ]
-        policy = serving.policy
-        key = json.dumps([*plan, policy.max_num_seqs, policy.max_num_batched_tokens])
-        found = self._cache.get(key)
-        if found is None:
-            costs_key = json.dumps(plan)
-            with self._lock:  # one set of cells per plan, even when two workers ask at once
-                costs = self._cache.get(costs_key)
-                if costs is None:
-                    costs = iteration_costs(config, serving, scenario.hardware, scenario.block)
-                    self._cache.put(costs_key, costs)
-            found = table_from(costs, serving, ARROW_STEPS)
-            with self._lock:
-                self.builds += 1
-            self._cache.put(key, found)
-        return found
+
+    def _costs(self, scenario: Scenario, plan: list) -> Any:
+        from triage.serving_scenario import iteration_costs
+
+        key = json.dumps(plan, sort_keys=True)
+        with self._lock:  # one set of cells per plan, even when two workers ask at once
+            costs = self._cache.get(key)
+            if costs is None:
+                costs = iteration_costs(
+                    scenario.config, scenario.serving, scenario.hardware, scenario.block
+                )
+                self._cache.put(key, costs)
+        return costs
+
+    def prefetch(self, scenario: Scenario) -> None:
+        """Evaluate the iteration-cost cells of the next arrow steps (ARROW_STEPS either way)
+        of `scenario`'s max_num_seqs and max_num_batched_tokens, so those edits gather their
+        tables from kept cells. Off the critical path: call from a worker while idle."""
+        from packets.schema import DistributionService
+        from triage.serving_scenario import neighbours
+
+        config, serving = scenario.config, scenario.serving
+        if serving is None or isinstance(config.service, DistributionService):
+            return
+        self._costs(scenario, self._plan(scenario)).reserve(neighbours(serving, ARROW_STEPS))
 
 
 TABLES = TableMemo()
@@ -424,6 +453,14 @@ def scenario_for(subject: Subject) -> Scenario:
         with contextlib.suppress(ValueError):
             scenario.__dict__["iteration_table"] = TABLES.iteration_table(scenario)
     return scenario
+
+
+def prefetch_serving_cells(subject: Subject) -> None:
+    """The iteration-cost cells of the next arrow steps of a serving subject's policy
+    (`TableMemo.prefetch`); blocking, for a worker while the app is idle."""
+    scenario = subject.scenario
+    if scenario.is_serving:
+        TABLES.prefetch(scenario)
 
 
 def base_rate_per_s(scenario: Scenario) -> float:
