@@ -417,14 +417,12 @@ class TuneScreen(LabScreen):
     async def _decode_step_after(self) -> None:
         from workbench.lab.engine import prefetch_serving_cells
 
-        started = asyncio.get_running_loop().time()
-        # Idle time first evaluates the iteration-cost cells the next arrow steps need (only
-        # a head start: a configuration it cannot cost is the serving run's to report).
+        await asyncio.sleep(self.DECODE_STEP_AFTER_S)  # the new views are drawn meanwhile
+        # Then the iteration-cost cells the next arrow steps need (only a head start: a
+        # configuration it cannot cost is the serving run's to report), then the decode step.
         with contextlib.suppress(Exception):
             target = self.working_subject(self.workbench.working)
             await asyncio.to_thread(prefetch_serving_cells, target)
-        waited = asyncio.get_running_loop().time() - started
-        await asyncio.sleep(max(0.0, self.DECODE_STEP_AFTER_S - waited))
         self.request_decode_step()
 
     def request_serving(self, target: Subject, base: Subject, *, debounce: bool) -> None:
