@@ -35,7 +35,7 @@ from benchmarks.tuning_session import CHILD_PRELUDE
 COMMAND = "python -m benchmarks.bench_serving_app"
 STEPS = 8  # arrow steps per numeric knob
 STAGE_REPEATS = 7
-COMPARE_ROUNDS = 2  # sessions of each tree in --compare
+COMPARE_ROUNDS = 4  # sessions of each tree in --compare
 SESSIONS = 2  # sessions of this tree in a plain run, each reported
 TARGET_P95_MS = 100.0  # the app's keypress budget (issue 12), on an idle machine
 
@@ -108,6 +108,7 @@ def run_session(home: Path, root: Path = REPO) -> dict:
         capture_output=True,
         text=True,
         env=env(home, root),
+        cwd=root,  # `-c` puts the working folder first on sys.path, ahead of PYTHONPATH
         timeout=300,
     )
     if done.returncode != 0:
