@@ -28,7 +28,11 @@ from model.runtime.serving import (
     simulate_serving,
 )
 from model.runtime.serving_summary import serving_summary
-from model.runtime.serving_table import build_iteration_table, default_kv_cache_tokens
+from model.runtime.serving_table import (
+    IterationCosts,
+    build_iteration_table,
+    default_kv_cache_tokens,
+)
 from packets.model_specs import fusion_spec, tile_spec
 from packets.schema import Config, DistributionService, Packet
 
@@ -153,14 +157,6 @@ def iteration_plan(
     )
 
 
-def iteration_table(
-    config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
-) -> IterationTable | None:
-    """The compiled plan's iteration table (None for a pinned service distribution)."""
-    plan = iteration_plan(config, serving, hardware, block)
-    return None if plan is None else plan.build()
-
-
 def all_compiled_iteration_table(
     config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
 ) -> IterationTable | None:
@@ -176,6 +172,48 @@ def all_compiled_iteration_table(
     if compiled is None:  # no buckets: every length is compiled already
         return plan.build()
     return dataclasses.replace(plan, compiled=tuple(compiled)).build()
+
+
+def iteration_costs(
+    config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
+) -> IterationCosts | None:
+    """The compiled plan's iteration-cost cells (None for a pinned service distribution): what
+    the table depends on besides max_num_seqs and max_num_batched_tokens, so one set serves
+    every edit of those (the app keeps them by plan)."""
+    if isinstance(config.service, DistributionService):
+        return None
+    return IterationCosts(
+        block,
+        hardware,
+        fusion_spec(config),
+        tile_spec(config),
+        longest_sequence=serving.longest_sequence,
+        compiled_shapes=list(config.compiled_shapes.seq_len),
+        dispatch_us=config.fallback.dispatch_overhead_us,
+    )
+
+
+def table_from(costs: IterationCosts | None, serving: ServingConfig) -> IterationTable | None:
+    """The iteration table of `serving`'s policy from the plan's cells (None when pinned)."""
+    if costs is None:
+        return None
+    policy = serving.policy
+    return costs.table(max_num_seqs=policy.max_num_seqs, max_tokens=policy.max_num_batched_tokens)
+
+
+def neighbours(serving: ServingConfig, steps: tuple[int, ...]) -> list[tuple[int, int]]:
+    """(max_num_seqs, max_num_batched_tokens) of `serving`'s policy moved by each of `steps`,
+    either way, one knob at a time (what arrow keys on either field reach next)."""
+    seqs, tokens = serving.policy.max_num_seqs, serving.policy.max_num_batched_tokens
+    offsets = [d for step in steps for d in (step, -step)]
+    return [(seqs + d, tokens) for d in offsets] + [(seqs, tokens + d) for d in offsets]
+
+
+def iteration_table(
+    config: Config, serving: ServingConfig, hardware: HardwareEnvelope, block: BlockSpec
+) -> IterationTable | None:
+    """The compiled plan's iteration table (None for a pinned service distribution)."""
+    return table_from(iteration_costs(config, serving, hardware, block), serving)
 
 
 def run_serving(

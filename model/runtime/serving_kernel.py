@@ -86,8 +86,9 @@ def serving_kernel(
     outstanding = np.zeros(n_engines, np.int64)
     engine_of = np.full(n, -1, np.int64)
     clock = np.zeros(n_engines)
-    sched = np.empty(max_seqs, np.int64)
+    rows = np.empty(max_seqs, np.int64)  # the iteration's scheduled requests, in order
     tokens = np.empty(max_seqs, np.int64)
+    decoding = np.empty(max_seqs, np.bool_)  # a decode step (one token after the first)
     cap_it = 1024
     it_start = np.empty(cap_it)
     it_end = np.empty(cap_it)
@@ -127,6 +128,9 @@ def serving_kernel(
         budget = max_tokens
         free = kv_capacity - kv_used[e]
         ns = 0
+        n_dec = 0
+        kv_dec = 0
+        pre = 0
         any_preempt = False
         # 1. running sequences, oldest first: a decode step or the next prefill chunk each
         i = 0
@@ -161,8 +165,14 @@ def serving_kernel(
                     break
             if i >= n_running[e]:
                 break
-            sched[ns] = i
+            rows[ns] = r
             tokens[ns] = take
+            decoding[ns] = take == 1 and need == 1 and generated[r] > 0
+            if decoding[ns]:
+                n_dec += 1
+                kv_dec += computed[r] + 1
+            else:
+                pre += take
             ns += 1
             budget -= take
             free -= take
@@ -183,9 +193,17 @@ def serving_kernel(
                 if placement == CENTRAL:
                     outstanding[e] += 1
                 engine_of[r] = e
+                if np.isnan(scheduled[r]):  # only an admission can schedule a request first
+                    scheduled[r] = t
                 running[e, n_running[e]] = r
-                sched[ns] = n_running[e]
+                rows[ns] = r
                 tokens[ns] = take
+                decoding[ns] = take == 1 and need == 1 and generated[r] > 0
+                if decoding[ns]:
+                    n_dec += 1
+                    kv_dec += computed[r] + 1
+                else:
+                    pre += take
                 n_running[e] += 1
                 ns += 1
                 budget -= take
@@ -193,16 +211,6 @@ def serving_kernel(
         if ns == 0:  # idle: sleep until the next arrival (it may be another engine's)
             clock[e] = arrival[nxt] if nxt < n else inf
             continue
-        n_dec = 0
-        kv_dec = 0
-        pre = 0
-        for s in range(ns):
-            r = running[e, sched[s]]
-            if tokens[s] == 1 and computed[r] == prompt[r] + generated[r] - 1 and generated[r] > 0:
-                n_dec += 1
-                kv_dec += computed[r] + 1
-            else:
-                pre += tokens[s]
         if pinned:  # the drawn time whatever the batch: no prefill interference by construction
             dt = draws[k % len(draws)]
             dt_decode_only = dt
@@ -219,15 +227,13 @@ def serving_kernel(
                 dt = dt_decode_only
         end = t + dt
         # apply: KV grows by the tokens computed; a sequence that caught up emits a token
+        kv_used[e] += n_dec + pre  # every scheduled token enters the KV cache
+        any_finished = False
         for s in range(ns):
-            r = running[e, sched[s]]
-            if np.isnan(scheduled[r]):
-                scheduled[r] = t
-            decoding = tokens[s] == 1 and computed[r] == prompt[r] + generated[r] - 1
-            if decoding and generated[r] > 0:
+            r = rows[s]
+            if decoding[s] and pre > 0:  # without prefill tokens the difference is 0.0
                 interference[r] += dt - dt_decode_only
             computed[r] += tokens[s]
-            kv_used[e] += tokens[s]
             if computed[r] == prompt[r] + generated[r]:
                 if not np.isnan(evicted_at[r]):  # recomputed back to where it was
                     lost[r] += end - evicted_at[r]
@@ -237,18 +243,21 @@ def serving_kernel(
                 generated[r] += 1
                 if generated[r] == 1:
                     first[r] = end
-        w = 0
-        for i in range(n_running[e]):  # retire finished sequences, keep admission order
-            r = running[e, i]
-            if generated[r] >= out_len[r]:
-                finish[r] = end
-                kv_used[e] -= computed[r]
-                outstanding[e] -= 1
-                done += 1
-            else:
-                running[e, w] = r
-                w += 1
-        n_running[e] = w
+                if generated[r] >= out_len[r]:
+                    any_finished = True
+        if any_finished:  # only a sequence scheduled now can have finished
+            w = 0
+            for i in range(n_running[e]):  # retire finished sequences, keep admission order
+                r = running[e, i]
+                if generated[r] >= out_len[r]:
+                    finish[r] = end
+                    kv_used[e] -= computed[r]
+                    outstanding[e] -= 1
+                    done += 1
+                else:
+                    running[e, w] = r
+                    w += 1
+            n_running[e] = w
         if k >= len(it_start):
             it_start = _grow(it_start, k + 1)
             it_end = _grow(it_end, k + 1)

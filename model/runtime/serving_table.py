@@ -18,11 +18,14 @@ tokens). Times are the plan's launch + compute + memory per pass times `layers`,
 dynamic batcher's `ServiceTable` (model/compiler/service_table.py).
 
 Buckets pad up: all counts 1..64, then steps of 2^(1/4) (about 19% apart), as serving engines
-capture graphs at a ladder of batch sizes. One vectorized `evaluate_plan` call per term.
+capture graphs at a ladder of batch sizes. Cells are evaluated vectorized, once per plan
+(`IterationCosts`): the token-parallel and prefill-attention cells in one `evaluate_plan` call,
+the decode-attention cells in another, and a table of any extent is gathered from them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -56,6 +59,161 @@ def _kernel_ms(kernels, layers: int, pick) -> np.ndarray:
     return total * layers / 1e3
 
 
+def _attention(has_attention: bool) -> bool:
+    return has_attention
+
+
+def _token_parallel(has_attention: bool) -> bool:
+    return not has_attention
+
+
+class IterationCosts:
+    """The iteration-time cells of one compiled plan on one engine, evaluated when first asked
+    for and kept, so tables of any extent come from one set of cells.
+
+    Each cell is the plan's cost at one point (a token count for the token-parallel kernels, a
+    chunk length for prefill attention, a (decode batch, KV bucket) pair for decode attention)
+    and does not depend on which other points are evaluated with it: a table of max_num_seqs S
+    and max_tokens T is the cells at its bucket edges, and an edit that raises S or T evaluates
+    only the cells not seen yet (the edges below the old extent are shared, so a step adds its
+    new last edge and, for S, one decode row). `build_iteration_table` is `table` on fresh
+    costs; memoized costs give the same arrays, bit for bit. Thread-safe.
+
+    Attributes:
+        evaluated: cells evaluated so far (for tests and benchmarks).
+    """
+
+    def __init__(
+        self,
+        block: BlockSpec,
+        hardware: HardwareEnvelope,
+        fusion: str | Sequence[Sequence[str]],
+        tiles: Mapping | None,
+        *,
+        longest_sequence: int,
+        compiled_shapes: Sequence[int] | None = None,
+        dispatch_us: float = 0.0,
+    ) -> None:
+        if block.kind != "llama-decoder":
+            raise ValueError(f"block.kind must be llama-decoder for serving (got {block.kind!r})")
+        self._prefill = replace(block, phase="prefill")
+        self._decode = replace(block, phase="decode")
+        self._hardware = hardware
+        self._explicit = resolve_tiles(self._prefill, hardware, tiles)
+        self._groups = fusion_groups(self._prefill, fusion)
+        self._layers = block.layers
+        self._compiled = sorted(compiled_shapes) if compiled_shapes else []
+        self._dispatch_us = dispatch_us
+        self.longest_sequence = int(longest_sequence)
+        self._kv_edges = bucket_edges(self.longest_sequence)
+        self._lin: dict[int, float] = {}  # m tokens -> ms of the token-parallel kernels
+        self._pre: dict[int, tuple[float, bool]] = {}  # p tokens -> (ms, generic path)
+        self._dec = np.zeros((0, len(self._kv_edges)))  # row d - 1: d decode sequences
+        self._lock = threading.Lock()
+        self.evaluated = 0
+
+    def table(
+        self, *, max_num_seqs: int, max_tokens: int, ahead: Sequence[tuple[int, int]] = ()
+    ) -> IterationTable:
+        """The engine's table for max_num_seqs running sequences and max_tokens prefill tokens
+        per iteration (max_num_batched_tokens, or the longest sequence when prompts go whole).
+        ahead: other (max_num_seqs, max_tokens) extents whose cells are evaluated in the same
+        pass when this one needs any (an arrow step's neighbours: the next step then finds
+        its cells kept). What is returned never depends on `ahead`."""
+        m_edges, p_edges = self._edges(max_num_seqs, max_tokens)
+        with self._lock:
+            if self._missing(m_edges, p_edges, max_num_seqs):
+                self._reserve([(max_num_seqs, max_tokens), *ahead])
+            lin = np.array([self._lin[int(m)] for m in m_edges], dtype=np.float64)
+            pre = np.array([self._pre[int(p)][0] for p in p_edges], dtype=np.float64)
+            fallback = np.array([self._pre[int(p)][1] for p in p_edges], dtype=bool)
+            dec = self._dec[:max_num_seqs].copy()
+        return IterationTable(m_edges, lin, self._kv_edges.copy(), dec, p_edges, pre, fallback)
+
+    def reserve(self, extents: Sequence[tuple[int, int]]) -> None:
+        """Evaluate, in one pass, every cell the tables of these (max_num_seqs, max_tokens)
+        extents need that is not kept yet (for an idle moment: the next edits' tables are
+        then gathered without evaluating)."""
+        with self._lock:
+            self._reserve(extents)
+
+    def _reserve(self, extents: Sequence[tuple[int, int]]) -> None:
+        extents = [(max(1, int(s)), max(1, int(t))) for s, t in extents]
+        edges = [self._edges(s, t) for s, t in extents]
+        self._evaluate(
+            np.unique(np.concatenate([m for m, _ in edges])),
+            np.unique(np.concatenate([p for _, p in edges])),
+            max(s for s, _ in extents),
+        )
+
+    def _edges(self, max_num_seqs: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        biggest_p = max(max_tokens, self.longest_sequence)
+        return bucket_edges(max_num_seqs + biggest_p), bucket_edges(biggest_p)
+
+    def _missing(self, m_edges: np.ndarray, p_edges: np.ndarray, max_num_seqs: int) -> bool:
+        return (
+            max_num_seqs > len(self._dec)
+            or any(int(m) not in self._lin for m in m_edges)
+            or any(int(p) not in self._pre for p in p_edges)
+        )
+
+    def _evaluate(self, m_edges: np.ndarray, p_edges: np.ndarray, max_num_seqs: int) -> None:
+        m_new = np.asarray([m for m in m_edges if int(m) not in self._lin], np.int64)
+        p_new = np.asarray([p for p in p_edges if int(p) not in self._pre], np.int64)
+        if len(m_new) or len(p_new):
+            lin, pre, fallback = self._prefill_cells(m_new, p_new)
+            self._lin.update(zip(m_new.tolist(), lin.tolist(), strict=True))
+            self._pre.update(
+                zip(p_new.tolist(), zip(pre.tolist(), fallback.tolist(), strict=True), strict=True)
+            )
+            self.evaluated += len(m_new) + len(p_new)
+        have = len(self._dec)
+        if max_num_seqs > have:
+            d_grid, kv_grid = np.meshgrid(
+                np.arange(have + 1, max_num_seqs + 1), self._kv_edges, indexing="ij"
+            )
+            rows = _kernel_ms(
+                evaluate_plan(self._decode, self._hardware, self._groups, self._explicit,
+                              d_grid.ravel(), kv_grid.ravel()),
+                self._layers, _attention,
+            ).reshape(d_grid.shape)  # fmt: skip
+            self._dec = np.concatenate([self._dec, rows])
+            self.evaluated += rows.size
+
+    def _prefill_cells(self, m: np.ndarray, p: np.ndarray):  # type: ignore[no-untyped-def]
+        """(M,) ms of the token-parallel kernels over m tokens, (P,) ms of prefill attention
+        over a chunk of p tokens and (P,) whether it takes the generic path. Both are the
+        prefill plan at batch 1, so one evaluation costs them (token-parallel kernels at m,
+        attention at each chunk's compiled bucket). As the dynamic batcher's service table: a
+        chunk runs in the smallest compiled seq_len bucket >= it, padded to it; above the
+        largest it runs the generic path (unfused, untuned tiles, extra dispatch) at its own
+        length."""
+        if self._compiled:
+            buckets = np.asarray(self._compiled, np.int64)
+            index = np.searchsorted(buckets, p, side="left")
+            fallback = index >= len(buckets)
+            shape = buckets[index[~fallback]]
+        else:
+            fallback = np.zeros(len(p), bool)
+            shape = p
+        points = np.concatenate([m, shape])
+        lin, pre = np.zeros(len(m)), np.zeros(len(p))
+        if len(points):
+            plan = evaluate_plan(self._prefill, self._hardware, self._groups, self._explicit,
+                                 np.ones(len(points)), points)  # fmt: skip
+            lin = _kernel_ms(plan, self._layers, _token_parallel)[: len(m)]
+            pre[~fallback] = _kernel_ms(plan, self._layers, _attention)[len(m) :]
+        if fallback.any():
+            generic = fusion_groups(self._prefill, "none")
+            shape = p[fallback]
+            plan = evaluate_plan(
+                self._prefill, self._hardware, generic, {}, np.ones(len(shape)), shape,
+                untuned=True, dispatch_us=self._dispatch_us,
+            )  # fmt: skip
+            pre[fallback] = _kernel_ms(plan, self._layers, _attention)
+        return lin, pre, fallback
+
+
 def build_iteration_table(
     block: BlockSpec,
     hardware: HardwareEnvelope,
@@ -72,59 +230,13 @@ def build_iteration_table(
     tiles; other tiles autotuned per bucket). max_tokens: largest prefill tokens in one
     iteration (max_num_batched_tokens, or the longest sequence when prompts go whole).
     compiled_shapes: the seq_len buckets the attention kernels were compiled for (None: every
-    length); dispatch_us: extra host dispatch per kernel on the generic path (`fallback`)."""
-    if block.kind != "llama-decoder":
-        raise ValueError(f"block.kind must be llama-decoder for serving (got {block.kind!r})")
-    prefill = replace(block, phase="prefill")
-    decode = replace(block, phase="decode")
-    explicit = resolve_tiles(prefill, hardware, tiles)
-    groups = fusion_groups(prefill, fusion)
-    biggest_p = max(max_tokens, longest_sequence)
-    m_edges = bucket_edges(max_num_seqs + biggest_p)
-    p_edges = bucket_edges(biggest_p)
-    kv_edges = bucket_edges(longest_sequence)
-    ones = np.ones(len(m_edges))
-    lin = _kernel_ms(
-        evaluate_plan(prefill, hardware, groups, explicit, ones, m_edges), block.layers,
-        lambda has_attention: not has_attention,
+    length); dispatch_us: extra host dispatch per kernel on the generic path (`fallback`).
+    The cells of `IterationCosts`, evaluated at once (three vectorized plan evaluations)."""
+    costs = IterationCosts(
+        block, hardware, fusion, tiles, longest_sequence=longest_sequence,
+        compiled_shapes=compiled_shapes, dispatch_us=dispatch_us,
     )  # fmt: skip
-    pre, fallback = _prefill_attention(
-        prefill, hardware, groups, explicit, p_edges, compiled_shapes, dispatch_us
-    )
-    d_grid, kv_grid = np.meshgrid(np.arange(1, max_num_seqs + 1), kv_edges, indexing="ij")
-    dec = _kernel_ms(
-        evaluate_plan(decode, hardware, groups, explicit, d_grid.ravel(), kv_grid.ravel()),
-        block.layers, lambda has_attention: has_attention,
-    ).reshape(d_grid.shape)  # fmt: skip
-    return IterationTable(m_edges, lin, kv_edges, dec, p_edges, pre, fallback)
-
-
-def _prefill_attention(block, hardware, groups, explicit, p_edges, compiled_shapes, dispatch_us):
-    """(P,) ms of the attention kernels over a prefill chunk of each bucket's tokens, and (P,)
-    whether it takes the generic path. As the dynamic batcher's service table: a chunk runs in
-    the smallest compiled seq_len bucket >= it, padded to it; above the largest it runs the
-    generic path (unfused, untuned tiles, extra dispatch) at its own length."""
-    attention = lambda has_attention: has_attention  # noqa: E731 - the kernels to keep
-    if not compiled_shapes:
-        ones = np.ones(len(p_edges))
-        plan = evaluate_plan(block, hardware, groups, explicit, ones, p_edges)
-        return _kernel_ms(plan, block.layers, attention), np.zeros(len(p_edges), bool)
-    buckets = np.asarray(sorted(compiled_shapes), np.int64)
-    index = np.searchsorted(buckets, p_edges, side="left")
-    fallback = index >= len(buckets)
-    out = np.zeros(len(p_edges))
-    if (~fallback).any():
-        shape = buckets[index[~fallback]]
-        plan = evaluate_plan(block, hardware, groups, explicit, np.ones(len(shape)), shape)
-        out[~fallback] = _kernel_ms(plan, block.layers, attention)
-    if fallback.any():
-        shape = p_edges[fallback]
-        plan = evaluate_plan(
-            block, hardware, fusion_groups(block, "none"), {}, np.ones(len(shape)), shape,
-            untuned=True, dispatch_us=dispatch_us,
-        )  # fmt: skip
-        out[fallback] = _kernel_ms(plan, block.layers, attention)
-    return out, fallback
+    return costs.table(max_num_seqs=max_num_seqs, max_tokens=max_tokens)
 
 
 GPU_MEMORY_UTILIZATION = 0.9

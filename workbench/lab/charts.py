@@ -155,3 +155,96 @@ def pareto_chart(front: Sequence, packet: Packet) -> ChartData:
         series=(Series("Pareto front", x, y),),
         hlines=(sla.p99_ms,),
     )
+
+
+SERVING_DISTRIBUTIONS = {
+    "ttft": ("TTFT", "ttft_ms"),
+    "tpot": ("TPOT", "tpot_ms"),
+    "latency": ("Latency", "latency_ms"),
+}
+"""Serving distributions a chart shows: metric -> (title, ServingProfiles attribute)."""
+
+
+def _serving_sla_lines(metric: str, packet: Packet) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    sla = packet.inputs.sla
+    targets = {
+        "ttft": (("p95", sla.ttft_p95_ms),),
+        "tpot": (("p95", sla.tpot_p95_ms),),
+        "latency": (("p95", sla.p95_ms), ("p99", sla.p99_ms)),
+    }[metric]
+    kept = [(p, v) for p, v in targets if v is not None]
+    return tuple(float(v) for _, v in kept), tuple(f"{p} SLA {v:g}" for p, v in kept)
+
+
+def serving_distribution_chart(
+    metric: str, working: ServingRun, baseline: ServingRun, packet: Packet
+) -> ChartData:
+    """A serving run's TTFT, TPOT or end-to-end latency (`metric`), ms, by percentile (p50 to
+    p99.9 on the nines scale, as the latency chart), baseline against the working
+    configuration, the packet's serving SLA targets for it as lines."""
+    title, attribute = SERVING_DISTRIBUTIONS[metric]
+    hlines, labels = _serving_sla_lines(metric, packet)
+    x = nines(working.profiles.percentiles)
+    return ChartData(
+        kind="lines",
+        title=f"{title}, ms",  # short: the legend shares the title row at 80 columns
+        series=(
+            Series(
+                "baseline",
+                nines(baseline.profiles.percentiles),
+                getattr(baseline.profiles, attribute),
+            ),
+            Series("working", x, getattr(working.profiles, attribute)),
+        ),
+        hlines=hlines,
+        hline_labels=labels,
+        hline_name="SLA" if hlines else "",
+        xticks=tuple((float(nines(p)), label) for p, label in TAIL_TICKS),
+    )
+
+
+def queue_chart(runs: Sequence[tuple[str, ServingRun]]) -> ChartData:
+    """Requests waiting for their first iteration over time (each bin's peak), one series per
+    (label, run)."""
+    return ChartData(
+        kind="lines",
+        title="Waiting requests (peak)",
+        xlabel="time, s",
+        series=tuple(
+            Series(label, run.profiles.time_s, run.profiles.queue_peak, peaks=True)
+            for label, run in runs
+        ),
+    )
+
+
+GIB = 2.0**30
+
+
+def serving_hbm_chart(runs: Sequence[tuple[str, ServingRun]]) -> ChartData:
+    """HBM held on the busiest engine over time, GiB: the block's weights plus its KV cache
+    (each interval's peak), one series per (label, run); the weights and the HBM size as
+    labelled lines (the HBM line only when the hardware gives it)."""
+    series = tuple(
+        Series(
+            label,
+            run.profiles.time_s,
+            (run.weight_bytes + run.profiles.kv_peak_tokens * run.kv_bytes_per_token) / GIB,
+            peaks=True,
+        )
+        for label, run in runs
+    )
+    first = runs[0][1] if runs else None
+    lines: list[tuple[float, str]] = []
+    if first is not None:
+        lines.append((first.weight_bytes / GIB, f"weights {first.weight_bytes / GIB:.1f} GiB"))
+        if first.hbm_gib > 0:
+            lines.append((first.hbm_gib, f"HBM {first.hbm_gib:g} GiB"))
+    return ChartData(
+        kind="lines",
+        title="HBM GiB/engine",
+        xlabel="time, s",
+        series=series,
+        hlines=tuple(v for v, _ in lines),
+        hline_labels=tuple(label for _, label in lines),
+        hline_name="weights/HBM" if len(lines) > 1 else "weights",
+    )

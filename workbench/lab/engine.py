@@ -27,6 +27,7 @@ from workbench.core.session import WorkingPacket
 
 if TYPE_CHECKING:
     from model.compiler.hardware import HardwareEnvelope
+    from model.runtime.serving_profiles import ServingProfiles
     from model.runtime.simulate import RuntimeResult
     from model.runtime.stats import RuntimeProfiles
     from model.runtime.summary import RunSummary
@@ -220,6 +221,12 @@ class ServingRun:
         kv_time_s: (T,) times of the KV-cache timeline, s from the run's first iteration end.
         kv_occupancy: (T,) KV-cache tokens held over all engines' capacity at those times, 0..1.
         kv_capacity_tokens: KV-cache capacity per engine, tokens.
+        profiles: the run's chart series (model/runtime/serving_profiles.py): TTFT, TPOT and
+            latency at LATENCY_PERCENTILES, queue and per-engine KV peaks over time, per-engine
+            busy share and tokens/s.
+        kv_bytes_per_token: KV-cache bytes one token holds over all layers.
+        weight_bytes: the block's parameter bytes on each engine.
+        hbm_gib: HBM per engine (0: the hardware does not say), GiB.
     """
 
     name: str
@@ -227,6 +234,10 @@ class ServingRun:
     kv_time_s: np.ndarray
     kv_occupancy: np.ndarray
     kv_capacity_tokens: int | None
+    profiles: ServingProfiles
+    kv_bytes_per_token: int
+    weight_bytes: float
+    hbm_gib: float
 
 
 @dataclass(frozen=True)
@@ -297,6 +308,12 @@ class _Cache:
                 self._items.popitem(last=False)
 
 
+ARROW_STEPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 20)
+"""Offsets of a serving policy's max_num_seqs and max_num_batched_tokens, either way, whose
+iteration-cost cells `TableMemo.prefetch` evaluates while the app is idle: the next eight
+arrow steps (up/down) and two shift-steps (ten) then gather their tables from kept cells."""
+
+
 class TableMemo:
     """Service tables by what they depend on (block, hardware, fusion, tiles, compiled shapes,
     fallback, batch sizes and shape values), so an edit that cannot change them (max queue
@@ -339,37 +356,72 @@ class TableMemo:
 
     def iteration_table(self, scenario: Scenario) -> Any:
         """The serving iteration table of `scenario` (Scenario.iteration_table), memoized by
-        what `triage.serving_scenario.iteration_table` reads: an edit of chunked_prefill or
-        kv_cache_tokens reuses the plan's table (~40 ms on the serving example)."""
-        from packets.model_specs import fusion_spec, tile_spec
+        what `triage.serving_scenario.iteration_table` reads, and built from the plan's
+        iteration-cost cells (`IterationCosts`), which are kept by plan alone: a chunked_prefill
+        or kv_cache_tokens edit reuses the plan's table, a max_num_seqs or
+        max_num_batched_tokens edit evaluates only the cells its new extent adds (none after
+        `prefetch`)."""
         from packets.schema import DistributionService
+        from triage.serving_scenario import table_from
 
         config, serving = scenario.config, scenario.serving
+        if isinstance(config.service, DistributionService):
+            return None  # pinned service: no table
+        plan = self._plan(scenario)
+        policy = serving.policy
         key = json.dumps(
-            [
-                "iteration",
-                repr(scenario.block),
-                repr(scenario.hardware),
-                fusion_spec(config),
-                tile_spec(config),
-                serving.policy.max_num_seqs,
-                serving.policy.max_num_batched_tokens,
-                serving.longest_sequence,
-                list(config.compiled_shapes.seq_len),
-                config.fallback.dispatch_overhead_us,
-                isinstance(config.service, DistributionService),
-            ],
-            sort_keys=True,
+            [*plan, policy.max_num_seqs, policy.max_num_batched_tokens], sort_keys=True
         )
         found = self._cache.get(key)
         if found is None:
-            found = scenario.iteration_table
-            if found is None:  # pinned service: nothing to keep
-                return None
+            found = table_from(self._costs(scenario, plan), serving)
             with self._lock:
                 self.builds += 1
             self._cache.put(key, found)
         return found
+
+    @staticmethod
+    def _plan(scenario: Scenario) -> list:
+        """What a serving plan's iteration-cost cells depend on (not max_num_seqs or
+        max_num_batched_tokens)."""
+        from packets.model_specs import fusion_spec, tile_spec
+
+        config = scenario.config
+        return [
+            "iteration",
+            repr(scenario.block),
+            repr(scenario.hardware),
+            fusion_spec(config),
+            tile_spec(config),
+            scenario.serving.longest_sequence,
+            list(config.compiled_shapes.seq_len),
+            config.fallback.dispatch_overhead_us,
+        ]
+
+    def _costs(self, scenario: Scenario, plan: list) -> Any:
+        from triage.serving_scenario import iteration_costs
+
+        key = json.dumps(plan, sort_keys=True)
+        with self._lock:  # one set of cells per plan, even when two workers ask at once
+            costs = self._cache.get(key)
+            if costs is None:
+                costs = iteration_costs(
+                    scenario.config, scenario.serving, scenario.hardware, scenario.block
+                )
+                self._cache.put(key, costs)
+        return costs
+
+    def prefetch(self, scenario: Scenario) -> None:
+        """Evaluate the iteration-cost cells of the next arrow steps (ARROW_STEPS either way)
+        of `scenario`'s max_num_seqs and max_num_batched_tokens, so those edits gather their
+        tables from kept cells. Off the critical path: call from a worker while idle."""
+        from packets.schema import DistributionService
+        from triage.serving_scenario import neighbours
+
+        config, serving = scenario.config, scenario.serving
+        if serving is None or isinstance(config.service, DistributionService):
+            return
+        self._costs(scenario, self._plan(scenario)).reserve(neighbours(serving, ARROW_STEPS))
 
 
 TABLES = TableMemo()
@@ -401,6 +453,14 @@ def scenario_for(subject: Subject) -> Scenario:
         with contextlib.suppress(ValueError):
             scenario.__dict__["iteration_table"] = TABLES.iteration_table(scenario)
     return scenario
+
+
+def prefetch_serving_cells(subject: Subject) -> None:
+    """The iteration-cost cells of the next arrow steps of a serving subject's policy
+    (`TableMemo.prefetch`); blocking, for a worker while the app is idle."""
+    scenario = subject.scenario
+    if scenario.is_serving:
+        TABLES.prefetch(scenario)
 
 
 def base_rate_per_s(scenario: Scenario) -> float:
@@ -467,11 +527,15 @@ def is_serving(subject: Subject) -> bool:
 
 def compute_serving_run(subject: Subject, *, attribution: bool = False) -> ServingRun:
     """Run a serving subject's continuous scheduler (the run `workbench run` shows; with
-    `attribution`, its Shapley tail attribution and bottleneck class too, as Diagnose shows)."""
+    `attribution`, its Shapley tail attribution and bottleneck class too, as Diagnose shows)
+    and keep its summary and chart series (not its per-request arrays)."""
+    from model.runtime.serving_profiles import serving_profiles
+    from model.runtime.serving_table import kv_bytes_per_token, weight_bytes_total
     from triage.runs import run_serving_scenario
 
-    scenario, name = subject.scenario, subject.loaded.name
-    summary = run_serving_scenario(scenario, name, attribution=attribution).summary
+    scenario = subject.scenario
+    report = run_serving_scenario(scenario, subject.loaded.name, attribution=attribution)
+    summary = report.summary
     kv = summary["kv_cache"]
     t_ms = np.asarray(kv["timeline"]["t_ms"], dtype=np.float64)
     return ServingRun(
@@ -480,6 +544,10 @@ def compute_serving_run(subject: Subject, *, attribution: bool = False) -> Servi
         kv_time_s=(t_ms - (t_ms[0] if len(t_ms) else 0.0)) / 1e3,
         kv_occupancy=np.asarray(kv["timeline"]["occupancy"], dtype=np.float64),
         kv_capacity_tokens=kv["capacity_tokens_per_engine"],
+        profiles=serving_profiles(report.result, LATENCY_PERCENTILES),
+        kv_bytes_per_token=kv_bytes_per_token(scenario.block),
+        weight_bytes=weight_bytes_total(scenario.block),
+        hbm_gib=float(scenario.hardware.hbm_gib),
     )
 
 

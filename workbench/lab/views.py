@@ -311,3 +311,23 @@ def serving_lines(working: ServingRun, baseline: ServingRun) -> list[str]:
         + f" · {s['preemptions']:,} preemptions"
     )
     return lines
+
+
+def _engine_range(values: np.ndarray, fmt: str) -> str:
+    low, high = format(values.min(), fmt), format(values.max(), fmt)
+    return low if low == high else f"{low}-{high}"
+
+
+def engine_load_line(working: ServingRun, baseline: ServingRun) -> str:
+    """Per-engine load of the working configuration with the baseline's in brackets, one
+    line: each engine's busy share and output tokens/s (a range over several engines), and
+    the queue's peak (requests waiting for a first iteration)."""
+    w, b = working.profiles, baseline.profiles
+    engines = "engine" if len(w.engine_busy) == 1 else f"{len(w.engine_busy)} engines,"
+    return (
+        f"Per {engines} busy {_engine_range(w.engine_busy, '.0%')} "
+        f"({_engine_range(b.engine_busy, '.0%')}) · "
+        f"{_engine_range(w.engine_tokens_per_s, ',.0f')} tokens/s "
+        f"({_engine_range(b.engine_tokens_per_s, ',.0f')}) · "
+        f"queue peak {w.queue_peak.max():,.0f} ({b.queue_peak.max():,.0f}); baseline in brackets"
+    )

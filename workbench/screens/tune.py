@@ -10,13 +10,18 @@ with its bottleneck shifts, and the candidates with their headline changes. f4 s
 working configuration as a named candidate of the packet (so drafts and SIGHUP keep it).
 
 A serving packet (baseline `scheduler: continuous`) edits the continuous batch policy
-(max_num_seqs, max_num_batched_tokens, chunked_prefill, kv_cache_tokens); each edit also
-re-runs the serving model (the run `workbench run` shows), its TTFT/TPOT against the
-baseline's in a status line and the KV-cache occupancy of both as the first view.
+(max_num_seqs, max_num_batched_tokens, chunked_prefill, kv_cache_tokens); each edit re-runs
+the serving model (the run `workbench run` shows; the first key of a burst at once), its
+TTFT/TPOT against the baseline's in a status line, and its views replace the decode step's:
+KV-cache occupancy, TTFT, TPOT and latency by percentile against the serving SLA, per-engine
+load with the waiting queue, and HBM (weights + KV cache) per engine. The decode step's
+dynamic-batcher run (the status line's) follows once the serving run has landed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -61,6 +66,12 @@ VIEWS = (
     ("tune-pareto", "Pareto"),
     ("tune-candidates", "Candidates"),
 )
+SERVING_DISTRIBUTION_CHARTS = {"ttft": "tune-ttft", "tpot": "tune-tpot", "latency": "tune-latency"}
+"""Serving packets: the chart of each serving distribution (workbench.lab.charts)."""
+SERVING_CHARTS = ("tune-kv", *SERVING_DISTRIBUTION_CHARTS.values(), "load-chart", "tune-hbm")
+"""Serving packets: every chart drawn from the serving run."""
+DECODE_WAIT = "tune-decode-wait"
+"""Worker (and group) that waits before a serving packet's decode-step run."""
 SEARCH_TRIALS = 32
 """Trials of the search f6 runs (the packet's seed, objective p99): seconds on 2 cores."""
 
@@ -69,6 +80,9 @@ class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
     DEBOUNCE_S: ClassVar[float] = 0.05  # held keys repeat every 25-40 ms: a burst runs once
+    DECODE_STEP_AFTER_S: ClassVar[float] = 0.15
+    """Serving packets: the decode step's dynamic-batcher run starts this long after the
+    serving run landed with no newer edit (it never delays the serving views)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
@@ -156,8 +170,23 @@ class TuneScreen(LabScreen):
                     VerticalScroll(Static(id="candidates-table"), id="tune-candidates"),
                 ),
             ]
-            if self.serving:
-                views.insert(0, ("tune-kv", "KV cache", Chart(waiting, id="tune-kv")))
+            if self.serving:  # the serving run's views replace the decode step's
+                views[:3] = [
+                    ("tune-kv", "KV cache", Chart(waiting, id="tune-kv")),
+                    ("tune-ttft", "TTFT", Chart(waiting, id="tune-ttft")),
+                    ("tune-tpot", "TPOT", Chart(waiting, id="tune-tpot")),
+                    ("tune-latency", "Latency", Chart(waiting, id="tune-latency")),
+                    (
+                        "tune-load",
+                        "Load",
+                        Vertical(
+                            Static(id="serving-engines"),
+                            Chart(waiting, id="load-chart"),
+                            id="tune-load",
+                        ),
+                    ),
+                    ("tune-hbm", "HBM", Chart(waiting, id="tune-hbm")),
+                ]
             yield ChartDeck(views, "f2/f3", id="tune-deck")
 
     @property
@@ -340,16 +369,30 @@ class TuneScreen(LabScreen):
 
     def request_runs(self, *, debounce: bool) -> None:
         """Bring the status, charts and worksheet up to date with the working configuration:
-        at once from the cache, else in a worker (debounced while editing)."""
+        at once from the cache, else in a worker (debounced while editing). On a serving
+        packet the serving run comes first and the decode step's dynamic-batcher run (the
+        status line's) waits until it has landed (`request_decode_step`)."""
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
         shown = self.shown_runs or (None, None)
         status = self._status(shown[0], shown[1], target, updating=True)
         self.query_one("#tune-status", Static).update(status)
-        lab = self.lab
-        if self.serving:
-            self.request_serving(target, base, debounce=debounce)
         self.forget("tune-full")  # a full run still on its way is for an older configuration
+        self.workers.cancel_group(self, DECODE_WAIT)  # its decode step is for an older edit
+        if self.serving and is_serving(target) and is_serving(base):
+            self.forget("tune")  # a decode-step run on its way is for an older configuration
+            self.request_serving(target, base, debounce=debounce)
+            return
+        if self.serving:
+            self.request_serving(target, base, debounce=debounce)  # says it does not apply
+        self.request_decode_step(debounce=debounce)
+
+    def request_decode_step(self, *, debounce: bool = False) -> None:
+        """The working configuration's and the baseline's runs through the dynamic batcher
+        (a serving packet's decode step): from the cache, else in a worker."""
+        working = self.workbench.working
+        target, base = self.working_subject(working), subject(working)
+        lab = self.lab
         cached = lab.cached_run(target), lab.cached_run(base)
         if not debounce and cached[0] is not None and cached[1] is not None:
             self.forget("tune")
@@ -362,31 +405,73 @@ class TuneScreen(LabScreen):
             debounce=debounce,
         )  # fmt: skip
 
+    def _decode_step_later(self) -> None:
+        """Start the decode step's run once the serving run has landed and no edit came for
+        DECODE_STEP_AFTER_S (a burst of edits never runs it between keys). The wait is a
+        worker of its own, so whoever waits for the screen's work waits for it too."""
+        self.run_worker(
+            self._decode_step_after(), name=DECODE_WAIT, group=DECODE_WAIT, exclusive=True,
+            exit_on_error=False,
+        )  # fmt: skip
+
+    async def _decode_step_after(self) -> None:
+        from workbench.lab.engine import prefetch_serving_cells
+
+        await asyncio.sleep(self.DECODE_STEP_AFTER_S)  # the new views are drawn meanwhile
+        # Then the iteration-cost cells the next arrow steps need (only a head start: a
+        # configuration it cannot cost is the serving run's to report), then the decode step.
+        with contextlib.suppress(Exception):
+            target = self.working_subject(self.workbench.working)
+            await asyncio.to_thread(prefetch_serving_cells, target)
+        self.request_decode_step()
+
     def request_serving(self, target: Subject, base: Subject, *, debounce: bool) -> None:
         """The serving runs of the working configuration and the baseline: at once from the
-        cache, else in a worker (debounced while editing). A working configuration that no
-        longer runs the continuous scheduler shows the line saying so."""
+        cache, else in a worker. The first edit of a burst starts at once; while a serving
+        run is in flight, later edits are debounced (DEBOUNCE_S), so a burst runs its first
+        and its last value. A working configuration that no longer runs the continuous
+        scheduler shows the line saying so."""
         lab = self.lab
         if not is_serving(target) or not is_serving(base):
+            from workbench.widgets.charts import Chart
+
             self.forget("tune-serving")
             self.shown_serving = None
-            self.query_one("#tune-serving", Static).update(
-                Text("Serving: the working configuration does not run the continuous scheduler")
-            )
+            line = "the working configuration does not run the continuous scheduler"
+            self.query_one("#tune-serving", Static).update(Text(f"Serving: {line}"))
+            for chart_id in SERVING_CHARTS:
+                self.query_one(f"#{chart_id}", Chart).show(None, placeholder=line.capitalize())
+            self.query_one("#serving-engines", Static).update("")
             return
         cached = lab.cached_serving_run(target), lab.cached_serving_run(base)
-        if not debounce and cached[0] is not None and cached[1] is not None:
+        if cached[0] is not None and cached[1] is not None:
             self.forget("tune-serving")
             self.show_serving((cached[0], cached[1]))
             return
-        self.compute(
-            "tune-serving", lambda: (lab.serving_run(target), lab.serving_run(base)),
-            self.show_serving, debounce=debounce, label="serving run",
+
+        def failed(exc: BaseException) -> None:
+            from .compute import one_line
+
+            self.show_error(f"Serving run: {one_line(exc)}")
+            self._decode_step_later()
+
+        self.start_compute(
+            "serving run", lambda _stop: (lab.serving_run(target), lab.serving_run(base)),
+            self.show_serving, debounce=debounce and self.running("tune-serving"),
+            failed=failed, channel="tune-serving",
         )  # fmt: skip
 
     def show_serving(self, result: tuple[ServingRun, ServingRun]) -> None:
-        """Show a serving run against the baseline's: TTFT/TPOT line, KV-cache chart."""
-        from workbench.lab.charts import kv_chart
+        """Show a serving run against the baseline's: the serving line and every serving view
+        (KV cache, latency, load, HBM); then the decode step's run follows."""
+        from workbench.lab.charts import (
+            SERVING_DISTRIBUTIONS,
+            kv_chart,
+            queue_chart,
+            serving_distribution_chart,
+            serving_hbm_chart,
+        )
+        from workbench.lab.views import engine_load_line
         from workbench.widgets.charts import Chart
 
         from .tune_views import serving_text
@@ -394,7 +479,16 @@ class TuneScreen(LabScreen):
         run, base = result
         self.shown_serving = (run, base)
         self.query_one("#tune-serving", Static).update(serving_text(run, base))
-        self.query_one("#tune-kv", Chart).show(kv_chart([("baseline", base), ("working", run)]))
+        both = [("baseline", base), ("working", run)]
+        self.query_one("#tune-kv", Chart).show(kv_chart(both))
+        packet = self.workbench.working.packet
+        for metric in SERVING_DISTRIBUTIONS:
+            chart = self.query_one(f"#{SERVING_DISTRIBUTION_CHARTS[metric]}", Chart)
+            chart.show(serving_distribution_chart(metric, run, base, packet))
+        self.query_one("#serving-engines", Static).update(engine_load_line(run, base))
+        self.query_one("#load-chart", Chart).show(queue_chart(both))
+        self.query_one("#tune-hbm", Chart).show(serving_hbm_chart(both))
+        self._decode_step_later()
 
     def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
         """Show the working configuration's simulation in the charts and complete its run."""
@@ -406,10 +500,11 @@ class TuneScreen(LabScreen):
             self.show_runs((preview, base))
             return
         packet = self.workbench.working.packet
-        self.query_one("#tune-latency", Chart).show(latency_chart(preview, base, packet))
-        self.query_one("#tune-hbm", Chart).show(
-            hbm_chart([("baseline", base), ("working", preview)])
-        )
+        if not self.serving:  # a serving packet's views show its serving run
+            self.query_one("#tune-latency", Chart).show(latency_chart(preview, base, packet))
+            self.query_one("#tune-hbm", Chart).show(
+                hbm_chart([("baseline", base), ("working", preview)])
+            )
         self._charted = (preview.latency_ms, preview.profiles, base, packet)
         target, lab = self.working_subject(self.workbench.working), self.lab
         self.compute("tune-full", lambda: (lab.run(target), base), self.show_runs)
@@ -437,8 +532,9 @@ class TuneScreen(LabScreen):
         self.query_one("#tune-status", Static).update(self._status(run, base, target))
         charted = (run.latency_ms, run.profiles, base, packet)
         # A run completing a preview already charted has the same series objects: no redraw.
-        if self._charted is None or any(
-            a is not b for a, b in zip(charted, self._charted, strict=True)
+        if not self.serving and (
+            self._charted is None
+            or any(a is not b for a, b in zip(charted, self._charted, strict=True))
         ):
             self.query_one("#tune-latency", Chart).show(latency_chart(run, base, packet))
             self.query_one("#tune-hbm", Chart).show(
@@ -453,7 +549,7 @@ class TuneScreen(LabScreen):
         view = self.deck.current
         if view == "tune-worksheet":
             self.request_worksheet()
-        elif view == "tune-load":
+        elif view == "tune-load" and not self.serving:  # serving: the run's queue and engines
             self.request_load_curves()
         elif view == "tune-candidates":
             self.request_candidates()
