@@ -82,6 +82,7 @@ class WorkbenchApp(App[int]):
     CSS_PATH: ClassVar = [
         Path(__file__).parent / "app.tcss",
         Path(__file__).parent / "screens" / "review.tcss",
+        Path(__file__).parent / "screens" / "lab.tcss",
     ]
     TITLE = "handoff-workbench"
     COMMANDS: ClassVar = {WorkbenchCommands}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -36,6 +37,14 @@ class StepScreen(Screen):
         # when it arrives is most of a large screen's start-up time.
         breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
         self.add_class(*self._get_breakpoint_classes(self.app.size.width, breakpoints))
+        # Each widget is styled as it mounts, with the stylesheet as it is now, yet Textual
+        # counts a new screen as out of date (its CSS update count starts at -1): on its first
+        # show it re-parsed every stylesheet twice and restyled both the outgoing and the
+        # incoming screen, most of a step's first visit (~150 ms leaving the Packet step).
+        # Counted current, it skips that; a theme change while it is off screen bumps the
+        # app's count, so it is still restyled when it returns.
+        self._css_update_count = getattr(self.app, "_css_update_count", -1)
+        self._styled_for = self._style_inputs()
 
     @property
     def workbench(self) -> WorkbenchApp:
@@ -68,7 +77,20 @@ class StepScreen(Screen):
         self.watch(self.workbench, "left", self._steps_changed, init=False)
         self._bring_up_to_date()
 
-    def on_screen_resume(self) -> None:
+    def _style_inputs(self) -> tuple[object, ...]:
+        """What app-wide state the screen's styles depend on (theme, the app's classes and
+        pseudo-classes): when it is as it was, resuming need not restyle every widget."""
+        app = self.app
+        return (app.theme, frozenset(app.classes), app.app_focus, app.no_color, app.ansi_color)
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual restyles every widget of a screen each time it is shown (~20 ms for a lab
+        # step, ~150 ms for the Packet form, twice on a first visit); the widgets already
+        # have the styles of an unchanged app (focus changes restyle what they touch).
+        inputs = self._style_inputs()
+        if inputs == self._styled_for:
+            event.refresh_styles = False
+        self._styled_for = inputs
         self._bring_up_to_date()
 
     def _bring_up_to_date(self) -> None:

@@ -69,6 +69,7 @@ class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
     DEBOUNCE_S: ClassVar[float] = 0.05  # held keys repeat every 25-40 ms: a burst runs once
+    DEBOUNCE_LEADING: ClassVar[bool] = True  # ... after its first key, which runs at once
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
@@ -411,6 +412,15 @@ class TuneScreen(LabScreen):
             hbm_chart([("baseline", base), ("working", preview)])
         )
         self._charted = (preview.latency_ms, preview.profiles, base, packet)
+        # The tail attribution starts once the chart is on screen: run beside the redraw, its
+        # thread takes the GIL the frame needs.
+        self.call_after_refresh(self._complete_run, self.newest("tune"), base)
+
+    def _complete_run(self, generation: int, base: LabRun) -> None:
+        """Complete the charted preview into a run (tail attribution, classification) for the
+        status line, unless a newer edit came since it was charted."""
+        if generation != self.newest("tune") or not self.is_attached:
+            return
         target, lab = self.working_subject(self.workbench.working), self.lab
         self.compute("tune-full", lambda: (lab.run(target), base), self.show_runs)
 
