@@ -188,10 +188,13 @@ class WorkbenchApp(App[int]):
         self.run_worker(self._load_screens, name="load-screens", thread=True, exit_on_error=False)
 
     def _load_screens(self) -> None:
-        """Import every step's screen module (and the charts), off the UI thread: the first
-        frame needs only the first step's, and a first visit then finds its module loaded."""
+        """Import every step's screen module and what it imports on first use
+        (`StepScreen.preload`), off the UI thread: the first frame needs only the first
+        step's, and a first visit then finds its modules loaded."""
         for step in self.steps:
-            screen_class(step)
+            cls = screen_class(step)
+            if cls is not None and issubclass(cls, StepScreen):
+                cls.preload()
 
     def _warm_up_lab(self) -> None:
         """After the first frame: load the model and its numba kernels and run the baseline in

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events
@@ -9,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, OptionList, Static
 
 from workbench.core.session import WorkingPacket
@@ -23,7 +25,10 @@ if TYPE_CHECKING:
 
 class StepScreen(Screen):
     """A step's screen. Subclasses yield their content from `compose_main` and update it in
-    `show_packet`, which runs on mount, on every packet change, and when the screen returns."""
+    `show_packet`, which runs on mount, on every packet change, and when the screen returns.
+    What the first frame does not show (form sections below the fold) they hand to
+    `mount_later`: it mounts after the frame, one piece per refresh, so neither a first visit
+    nor any one slice of the UI loop waits for all of it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "focus_steps", "Step list", id="focus-steps", show=False),
@@ -45,6 +50,12 @@ class StepScreen(Screen):
         # app's count, so it is still restyled when it returns.
         self._css_update_count = getattr(self.app, "_css_update_count", -1)
         self._styled_for = self._style_inputs()
+        self._later: list[tuple[Widget | str, Callable[[], list[Widget]]]] = []
+
+    @classmethod
+    def preload(cls) -> None:
+        """Import the modules this screen imports where it first uses them (the app calls it
+        off the UI thread after the first frame, so a first visit does not wait for them)."""
 
     @property
     def workbench(self) -> WorkbenchApp:
@@ -76,6 +87,33 @@ class StepScreen(Screen):
         self.watch(self.workbench, "working", self._packet_changed, init=False)
         self.watch(self.workbench, "left", self._steps_changed, init=False)
         self._bring_up_to_date()
+
+    def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
+        """Mount the widgets `build()` makes (called then, so they show the state of that
+        moment) at the end of `parent` (a widget, or a selector for one an earlier piece
+        mounts), after the frame on screen; pieces handed in one after another mount in
+        order, one per refresh."""
+        self._later.append((parent, build))
+        if len(self._later) == 1:
+            self.call_after_refresh(self._mount_next)
+
+    @property
+    def mounting_later(self) -> bool:
+        """True while pieces handed to `mount_later` wait to be mounted."""
+        return bool(self._later)
+
+    async def _mount_next(self) -> None:
+        if not self._later:
+            return
+        if not self.is_attached or self.app._exit:  # quitting already
+            self._later.clear()
+            return
+        parent, build = self._later[0]
+        target = self.query_one(parent) if isinstance(parent, str) else parent
+        await target.mount_all(build())
+        self._later.pop(0)
+        if self._later:
+            self.call_after_refresh(self._mount_next)
 
     def _style_inputs(self) -> tuple[object, ...]:
         """What app-wide state the screen's styles depend on (theme, the app's classes and

@@ -27,6 +27,12 @@ class LabScreen(WorkScreen):
     BUSY_NOTE: ClassVar[str] = "lab-busy"
     ERROR_NOTE: ClassVar[str] = "lab-error"
 
+    @classmethod
+    def preload(cls) -> None:
+        import workbench.lab.charts
+        import workbench.widgets.chart_deck
+        import workbench.widgets.charts  # noqa: F401  (plotext)
+
     def on_mount(self) -> None:
         super().on_mount()
         from workbench.core.heap import freeze_heap

@@ -16,6 +16,9 @@ from workbench.widgets.note import Note
 
 from .base import StepScreen
 
+FIRST_EDITORS = 12  # editors in the first frame: about what 80x24 shows of the first section
+LATER_EDITORS = 8  # editors mounted per refresh after it (~5 widgets each)
+
 
 def editor_id(spec: FieldSpec) -> str:
     """The DOM id of a field's editor, e.g. field-sla-p95_ms."""
@@ -34,30 +37,47 @@ class PacketScreen(StepScreen):
         sections: dict[str, list[FieldSpec]] = {}
         for spec in input_fields():
             sections.setdefault(spec.section, []).append(spec)
-        first, *self._later = sections.values()
+        first, *later = sections.values()
+        self._later_sections = [first[FIRST_EDITORS:], *later]
         with VerticalScroll(id="form", can_focus=False):
             yield Note(id="packet-identity")
             yield Note(id="packet-warnings")
-            yield self._section(first)
+            yield self._section(first[:FIRST_EDITORS])
 
     def _section(self, specs: list[FieldSpec]) -> Vertical:
-        packet = self.workbench.working.packet
+        """A section's title and editors (id `section-<name>`, more editors mount into it)."""
+        name = specs[0].section
         return Vertical(
-            Static(SECTION_TITLES.get(specs[0].section, specs[0].section), classes="section"),
-            *(editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs),
+            Static(SECTION_TITLES.get(name, name), classes="section"),
+            *self._editors(specs),
+            id=f"section-{name}",
             classes="form-section",
         )
 
-    def on_mount(self) -> None:
-        # The first section paints with the screen; the rest mount right after, so the first
-        # frame comes sooner (fewer widgets to style and lay out before it).
-        self.call_after_refresh(self._mount_later_sections)
+    def _editors(self, specs: list[FieldSpec]) -> list[FieldEditor]:
+        packet = self.workbench.working.packet
+        return [editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs]
 
-    async def _mount_later_sections(self) -> None:
-        if not self.is_attached or self.app._exit or not self._later:  # quitting already
-            return
-        sections, self._later = self._later, []
-        await self.query_one("#form").mount_all([self._section(specs) for specs in sections])
+    def on_mount(self) -> None:
+        # The first FIRST_EDITORS editors paint with the screen; the rest mount right after, a
+        # few editors per refresh, so the first frame comes sooner (fewer widgets to style and
+        # lay out before it) and a key pressed meanwhile waits for one piece at most.
+        form = self.query_one("#form")
+        first, *later = self._later_sections
+        for start in range(0, len(first), LATER_EDITORS):  # the rest of the first section
+            chunk = first[start : start + LATER_EDITORS]
+            self.mount_later(
+                f"#section-{chunk[0].section}", lambda chunk=chunk: self._editors(chunk)
+            )
+        for specs in later:
+            head, rest = specs[:LATER_EDITORS], specs[LATER_EDITORS:]
+            self.mount_later(form, lambda head=head: [self._section(head)])
+            for start in range(0, len(rest), LATER_EDITORS):
+                chunk = rest[start : start + LATER_EDITORS]
+                self.mount_later(
+                    f"#section-{specs[0].section}", lambda chunk=chunk: self._editors(chunk)
+                )
+        self._later_sections = []
 
     def show_packet(self, working: WorkingPacket) -> None:
         packet = working.packet

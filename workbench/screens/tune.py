@@ -17,12 +17,14 @@ baseline's in a status line and the KV-cache occupancy of both as the first view
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import ProgressBar, Static
 
 from packets.candidates import BASELINE, changed_knobs, resolve_config
@@ -120,10 +122,7 @@ class TuneScreen(LabScreen):
             yield Static(id="tune-serving")
         with Horizontal(id="tune-body"):
             with VerticalScroll(id="tune-form", can_focus=False):
-                for title, fields in self.sections:
-                    yield Static(title, classes="section")
-                    for field in fields:
-                        yield make_editor(field, self.config, self.start_from)
+                yield from self._section(*self.sections[0])  # the rest: `on_mount`
             waiting = "waiting for the model…"
             views = [
                 ("tune-latency", "Latency", Chart(waiting, id="tune-latency")),
@@ -160,6 +159,18 @@ class TuneScreen(LabScreen):
             if self.serving:
                 views.insert(0, ("tune-kv", "KV cache", Chart(waiting, id="tune-kv")))
             yield ChartDeck(views, "f2/f3", id="tune-deck")
+
+    def _section(self, title: str, fields: list[TuneField]) -> list[Widget]:
+        """A form section's title and editors, showing the working configuration now."""
+        editors = [make_editor(field, self.config, self.start_from) for field in fields]
+        return [Static(title, classes="section"), *editors]
+
+    def on_mount(self) -> None:
+        # The first section (start, save as) paints with the screen; the others mount after
+        # it, one per refresh, so a first visit waits for none of them.
+        form = self.query_one("#tune-form")
+        for title, fields in self.sections[1:]:
+            self.mount_later(form, partial(self._section, title, fields))
 
     @property
     def deck(self) -> ChartDeck:
@@ -206,9 +217,10 @@ class TuneScreen(LabScreen):
     def sync_editors(self) -> None:
         """Every editor shows the working configuration (problems cleared)."""
         for field in self.fields.values():
-            if field.role == "name":
+            found = self.query(f"#{field.id}")  # a section still to mount shows it when it does
+            if field.role == "name" or not found:
                 continue
-            editor = self.editor(field.id)
+            editor = found.first(FieldEditor)
             editor.problem = ""
             editor.show_value(field.text_of(self.config, self.start_from))
 
