@@ -12,8 +12,10 @@ Measures, on the default example packet:
 - a scripted tuning session in the Tune step (benchmarks/tuning_session.py): keypress to
   updated chart at 120x40, and UI-loop lag through it.
 
-Targets: cold start <= 1.5 s, warm start <= 0.8 s; keypress to updated chart p95 <= 150 ms;
-no UI-loop stall over 50 ms while tuning.
+Targets (issue 12, on the 2-core machine otherwise idle): cold start <= 1.5 s, warm start
+<= 0.6 s; keypress to updated chart p95 <= 100 ms with no UI-loop stall over 50 ms while tuning;
+step switch (key to the next step's title in tmux) median <= 150 ms, and no stall over 100 ms
+while walking the steps.
 Run: python -m benchmarks.bench_app (or `--compare REV`: the tuning session and warm starts of
 git revision REV against this tree, interleaved in one run)
 """
@@ -39,8 +41,9 @@ from workbench.screens.tune import TuneScreen
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_RUNS, WARM_RUNS, TMUX_RUNS = 5, 10, 5
-COLD_TARGET_S, WARM_TARGET_S = 1.5, 0.8
-CHART_TARGET_MS, STALL_TARGET_MS = 150.0, 50.0
+COLD_TARGET_S, WARM_TARGET_S = 1.5, 0.6
+CHART_TARGET_MS, STALL_TARGET_MS = 100.0, 50.0
+SWITCH_TARGET_MS, WALK_STALL_TARGET_MS = 150.0, 100.0
 
 CHILD = """
 import sys
@@ -97,9 +100,12 @@ print("\\n".join(sorted(files)))
 
 def env(home: Path, root: Path = REPO) -> dict[str, str]:
     """Environment for a child: isolated home and state, the source tree `root` importable
-    (ahead of the editable install: its finder comes after sys.path)."""
+    (ahead of the editable install: its finder comes after sys.path), and bytecode written
+    and reused (a PYTHONDONTWRITEBYTECODE in the caller's environment would make every
+    "warm" start compile the project's modules again)."""
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return {
-        **os.environ,
+        **inherited,
         "HOME": str(home),
         "XDG_STATE_HOME": str(home / "state"),
         "XDG_CONFIG_HOME": str(home / "config"),
@@ -256,6 +262,9 @@ def main() -> None:
     )
     cold_ok = "meets" if statistics.median(cold) <= COLD_TARGET_S else "MISSES"
     warm_ok = "meets" if statistics.median(warm) <= WARM_TARGET_S else "MISSES"
+    switch_ok = "meets" if statistics.median(switches) * 1000 <= SWITCH_TARGET_MS else "MISSES"
+    walk_ok = "meets" if stalls["max_ms"] <= WALK_STALL_TARGET_MS else "MISSES"
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     body = f"""\
 | Measure | Median (min-max) | Target |
 |---|---|---|
@@ -263,22 +272,30 @@ def main() -> None:
 | Warm start to first frame, headless ({WARM_RUNS} runs) | {ms(warm)} | <= {WARM_TARGET_S} s: {warm_ok} |
 | Warm start, the app's own imports only (no `workbench.cli`) ({WARM_RUNS} runs) | {ms(app_only)} | |
 | Start to first full frame in tmux 80x24 ({TMUX_RUNS} runs) | {ms(firsts)} | |
-| Step switch, ctrl+n to next title on screen in tmux ({len(switches)} switches) | {ms(switches)} | |
+| Step switch, ctrl+n to next title on screen in tmux ({len(switches)} switches) | {ms(switches)} | median <= {SWITCH_TARGET_MS:.0f} ms: {switch_ok} |
+| Worst UI-loop stall walking the steps, editing and tuning in tmux (last run, `--stall-report`) | {stalls["max_ms"]:.0f} ms ({stalls["stalls"]} stalls over 50 ms) | <= {WALK_STALL_TARGET_MS:.0f} ms: {walk_ok} |
 | Keypress to updated chart, Tune at 120x40 headless ({len(every_edit)} edits, each a new model run) | p50 {np.percentile(every_edit, 50):.0f} ms, p95 {chart_p95:.0f} ms (max {max(every_edit):.0f}) | p95 <= {CHART_TARGET_MS:.0f} ms: {chart_ok} |
 | UI-loop lag through that tuning session ({lag["samples"]} wake-ups every {lag["interval_ms"]:g} ms) | p50 {lag["p50_ms"]:.1f} ms, p99 {lag["p99_ms"]:.1f} ms, max {lag["max_ms"]:.1f} ms; {lag["stalls"]} stalls over 50 ms | max <= {STALL_TARGET_MS:.0f} ms: {lag_ok} |
 
 Keypress to chart, by edit: {per_kind}. The time runs from the key event entering the app (as a
 terminal's input thread posts it) to the first frame handed to the terminal after the latency
-chart was redrawn from the new run: the {TuneScreen.DEBOUNCE_S * 1000:.0f} ms debounce that collapses a
-burst of keys into one run, the model run (service tables, simulation, tail attribution) in a
-worker thread, the chart rebuild and the screen update. Headless: the terminal's own drawing is
-not included ({session["model_runs"]} model runs for {len(every_edit)} edits).
+chart was redrawn from the new run: the model's simulation (service tables, the run) in a worker
+thread, the chart rebuild and the screen update. A key after a pause runs at once; only keys
+following it within {TuneScreen.DEBOUNCE_S * 1000:.0f} ms (a held key) wait that debounce, collapsing into one
+run for the last value. The tail attribution and classification complete the run after the
+chart's frame. Headless: the terminal's own drawing is not included ({session["model_runs"]}
+model runs for {len(every_edit)} edits).
 
-Step switches build each step's screen on its first visit (Baseline, Diagnose and Tune hold
-charts, tables and 13 editors: 100-300 ms of Textual composing and styling on the UI loop) and,
-right after start, overlap the model's background warm-up (numba, for the first run); those
-first visits are most of the stalls below. While tuning inside the Tune step (the session above)
-no stall reached 50 ms.
+Load (`uptime`) at the end: {load}. The machine is shared (2 cores, other engineers' builds and
+tests running); the targets are for an otherwise idle one.
+
+Step switches build each step's screen on its first visit. What Textual would redo there is
+skipped (a new screen counted out of date re-parsed every stylesheet and restyled the screen being
+left and the new one; every show restyled every widget), the other steps' modules are imported
+in a thread after the first frame (`StepScreen.preload`), and the Packet and Tune forms mount
+the editors below the fold after the frame, a few per refresh (`StepScreen.mount_later`); right
+after start the switches overlap those pieces and the model's background warm-up (numba, for the
+first run). The tmux walk switches as soon as each title shows: no idle time between steps.
 
 UI-loop lag while walking the steps, editing fields and tuning max_batch (last tmux run, `--stall-report`):
 {stalls["samples"]} wake-ups every {stalls["interval_ms"]:g} ms; lag p50 {stalls["p50_ms"]:.1f} ms,

@@ -50,7 +50,9 @@ TILES = ["64x128x64", "128x128x64", "128x256x64", "256x128x64", "64x256x64", "25
 
 
 async def idle(app):
-    while any(not w.is_finished for w in app.workers):
+    # No worker runs and no form piece waits to mount (StepScreen.mount_later; trees without
+    # it have nothing waiting).
+    while any(not w.is_finished for w in app.workers) or getattr(app.screen, "mounting_later", False):
         await asyncio.sleep(0.02)
 
 async def press(app, chart, key, timeout=10.0):
