@@ -92,7 +92,8 @@ class StepScreen(Screen):
         """Mount the widgets `build()` makes (called then, so they show the state of that
         moment) at the end of `parent` (a widget, or a selector for one an earlier piece
         mounts), after the frame on screen; pieces handed in one after another mount in
-        order, one per refresh."""
+        order, one per refresh. (A piece mounted while keys are coming in can upset where
+        Tab goes next: hand in few, large pieces, as soon after the first frame as may be.)"""
         self._later.append((parent, build))
         if len(self._later) == 1:
             self.call_after_refresh(self._mount_next)

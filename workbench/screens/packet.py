@@ -16,9 +16,6 @@ from workbench.widgets.note import Note
 
 from .base import StepScreen
 
-FIRST_EDITORS = 12  # editors in the first frame: about what 80x24 shows of the first section
-LATER_EDITORS = 8  # editors mounted per refresh after it (~5 widgets each)
-
 
 def editor_id(spec: FieldSpec) -> str:
     """The DOM id of a field's editor, e.g. field-sla-p95_ms."""
@@ -37,47 +34,25 @@ class PacketScreen(StepScreen):
         sections: dict[str, list[FieldSpec]] = {}
         for spec in input_fields():
             sections.setdefault(spec.section, []).append(spec)
-        first, *later = sections.values()
-        self._later_sections = [first[FIRST_EDITORS:], *later]
+        first, *self._later_sections = sections.values()
         with VerticalScroll(id="form", can_focus=False):
             yield Note(id="packet-identity")
             yield Note(id="packet-warnings")
-            yield self._section(first[:FIRST_EDITORS])
+            yield self._section(first)
 
     def _section(self, specs: list[FieldSpec]) -> Vertical:
-        """A section's title and editors (id `section-<name>`, more editors mount into it)."""
-        name = specs[0].section
+        packet = self.workbench.working.packet
         return Vertical(
-            Static(SECTION_TITLES.get(name, name), classes="section"),
-            *self._editors(specs),
-            id=f"section-{name}",
+            Static(SECTION_TITLES.get(specs[0].section, specs[0].section), classes="section"),
+            *(editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs),
             classes="form-section",
         )
 
-    def _editors(self, specs: list[FieldSpec]) -> list[FieldEditor]:
-        packet = self.workbench.working.packet
-        return [editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs]
-
     def on_mount(self) -> None:
-        # The first FIRST_EDITORS editors paint with the screen; the rest mount right after, a
-        # few editors per refresh, so the first frame comes sooner (fewer widgets to style and
-        # lay out before it) and a key pressed meanwhile waits for one piece at most.
-        form = self.query_one("#form")
-        first, *later = self._later_sections
-        for start in range(0, len(first), LATER_EDITORS):  # the rest of the first section
-            chunk = first[start : start + LATER_EDITORS]
-            self.mount_later(
-                f"#section-{chunk[0].section}", lambda chunk=chunk: self._editors(chunk)
-            )
-        for specs in later:
-            head, rest = specs[:LATER_EDITORS], specs[LATER_EDITORS:]
-            self.mount_later(form, lambda head=head: [self._section(head)])
-            for start in range(0, len(rest), LATER_EDITORS):
-                chunk = rest[start : start + LATER_EDITORS]
-                self.mount_later(
-                    f"#section-{specs[0].section}", lambda chunk=chunk: self._editors(chunk)
-                )
-        self._later_sections = []
+        # The first section paints with the screen; the rest mount right after it, in one
+        # piece, so the first frame comes sooner (fewer widgets to style and lay out before it).
+        sections, self._later_sections = self._later_sections, []
+        self.mount_later(self.query_one("#form"), lambda: [self._section(s) for s in sections])
 
     def show_packet(self, working: WorkingPacket) -> None:
         packet = working.packet
