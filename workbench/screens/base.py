@@ -27,8 +27,7 @@ class StepScreen(Screen):
     """A step's screen. Subclasses yield their content from `compose_main` and update it in
     `show_packet`, which runs on mount, on every packet change, and when the screen returns.
     What the first frame does not show (form sections below the fold) they hand to
-    `mount_later`: it mounts after the frame, one piece per refresh, so neither a first visit
-    nor any one slice of the UI loop waits for all of it."""
+    `mount_later`: it mounts right after that frame, so a first visit does not wait for it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "focus_steps", "Step list", id="focus-steps", show=False),

@@ -7,11 +7,11 @@ group): with `debounce`, the worker first sleeps the class's DEBOUNCE_S (a newer
 that sleep, so a burst of edits runs once, for the last value), then runs the work in a thread
 (`asyncio.to_thread`), so the UI keeps drawing. A class with DEBOUNCE_LEADING runs the first
 start of a burst at once (no start on its channel in the last DEBOUNCE_S: a single key waits
-for nothing) and debounces only the starts that follow it closely. Threads cannot be interrupted (NOTES), so every
-start gets a `Ticket`: its generation is compared when the result lands (only the channel's
-newest may show it: a stale result never overwrites a newer one), and its `stop` event is set
-when a newer start, `forget` or `stop_compute` supersedes it, for long work to stop at its
-next checkpoint. One busy line says what runs once work takes longer than BUSY_AFTER_S; a
+for nothing) and debounces only the starts that follow it closely. Threads cannot be
+interrupted (NOTES), so every start gets a `Ticket`: its generation is compared when the
+result lands (only the channel's newest may show it: a stale result never overwrites a newer
+one), and its `stop` event is set when a newer start, `forget` or `stop_compute` supersedes it,
+for long work to stop at its next checkpoint. One busy line says what runs once work takes longer than BUSY_AFTER_S; a
 failure is one line on the screen, never a crash (`exit_on_error=False`, exceptions caught).
 """
 
