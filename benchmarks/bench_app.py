@@ -220,7 +220,7 @@ def terminal_runs(home: Path) -> tuple[list[float], list[float], dict]:
             # Tune: to max_batch (the 9th field), five arrow steps, each a model run.
             tmux.keys("C-n", "C-n", "C-n", *["Tab"] * 9, gap=0.1)
             tmux.keys("Up", "Up", "Up", "Up", "Up", gap=0.3)
-            tmux.keys("C-q", gap=0.1)
+            tmux.keys("C-q", "y", gap=0.1)  # the walk left unsaved edits: quit asks first
             deadline = time.perf_counter() + 10
             while not stall_file.exists() and time.perf_counter() < deadline:
                 time.sleep(0.05)
