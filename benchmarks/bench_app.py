@@ -100,12 +100,14 @@ print("\\n".join(sorted(files)))
 
 def env(home: Path, root: Path = REPO) -> dict[str, str]:
     """Environment for a child: isolated home and state, the source tree `root` importable
-    (ahead of the editable install: its finder comes after sys.path), and bytecode written
+    (ahead of the editable install: its finder comes after sys.path; children run with `-P`,
+    else the current folder, this tree when run from it, came first and `--compare` measured
+    this tree twice), and bytecode written
     and reused (a PYTHONDONTWRITEBYTECODE in the caller's environment would make every
     "warm" start compile the project's modules again)."""
-    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return {
-        **inherited,
+        **os.environ,
+        "PYTHONDONTWRITEBYTECODE": "",  # empty: unset for Python (tmux can only set variables)
         "HOME": str(home),
         "XDG_STATE_HOME": str(home / "state"),
         "XDG_CONFIG_HOME": str(home / "config"),
@@ -116,7 +118,7 @@ def env(home: Path, root: Path = REPO) -> dict[str, str]:
 def app_files(home: Path) -> list[str]:
     """Every file a start of the app reads (found by importing it in a child process)."""
     out = subprocess.run(
-        [sys.executable, "-c", LIST_FILES],
+        [sys.executable, "-P", "-c", LIST_FILES],
         capture_output=True,
         text=True,
         check=True,
@@ -142,7 +144,7 @@ def headless_start(home: Path, path: str = "cli", root: Path = REPO) -> float:
     the `workbench open` command does; "app" imports only what the app needs."""
     start = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(home / "drafts"), path],
+        [sys.executable, "-P", "-c", CHILD, str(home / "drafts"), path],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -173,7 +175,13 @@ class Tmux:
 
     def start(self, command: list[str], environ: dict[str, str]) -> float:
         """Start `command`; returns perf_counter() at launch."""
-        keep = ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "PYTHONPATH")
+        keep = (
+            "HOME",
+            "XDG_STATE_HOME",
+            "XDG_CONFIG_HOME",
+            "PYTHONPATH",
+            "PYTHONDONTWRITEBYTECODE",
+        )
         env_args = [a for key in keep for a in ("-e", f"{key}={environ[key]}")]
         start = time.perf_counter()
         self.run("new-session", "-d", "-s", "b", "-x", "80", "-y", "24", *env_args, *command)
@@ -209,7 +217,15 @@ def terminal_runs(
         tmux = Tmux()
         run_home = Path(tempfile.mkdtemp(dir=home))  # each run starts clean: no draft left
         stall_file = run_home / "stalls.json"
-        command = [sys.executable, "-m", "workbench", "open", "--stall-report", str(stall_file)]
+        command = [
+            sys.executable,
+            "-P",
+            "-m",
+            "workbench",
+            "open",
+            "--stall-report",
+            str(stall_file),
+        ]
         try:
             start = tmux.start(command, env(run_home, root))
             firsts.append(tmux.wait_for("Workload profile") - start)

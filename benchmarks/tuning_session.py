@@ -115,7 +115,7 @@ asyncio.run(main(sys.argv[1]))
 def run_tuning_session(home: Path, environ: dict[str, str]) -> dict:
     """Run the session in a fresh process; its latencies (ms) per kind of edit and stalls."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(home / "drafts")],
+        [sys.executable, "-P", "-c", CHILD, str(home / "drafts")],
         capture_output=True,
         text=True,
         env=environ,
