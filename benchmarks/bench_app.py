@@ -311,9 +311,15 @@ Step switches build each step's screen on its first visit. What Textual would re
 skipped (a new screen counted out of date re-parsed every stylesheet and restyled the screen being
 left and the new one; every show restyled every widget), the other steps' modules are imported
 in a thread after the first frame (`StepScreen.preload`), and the Packet and Tune forms mount
-the editors below the fold after the frame, a few per refresh (`StepScreen.mount_later`); right
-after start the switches overlap those pieces and the model's background warm-up (numba, for the
-first run). The tmux walk switches as soon as each title shows: no idle time between steps.
+their sections below the fold in one piece right after their first frame
+(`StepScreen.mount_later`). In-process, headless at 80x24 on an idle UI, a first visit now
+costs 70-130 ms of UI-thread CPU (Review ~250 ms; was 120-350 ms) and a return 10-20 ms. The
+tmux walk switches as soon as each title shows, so it overlaps what start-up does in the
+background (the Packet form's second piece, ~0.2 s on the UI thread; the screen-module loader
+and the numba warm-up in threads, which take the GIL from the UI loop): the step-switch and
+walk-stall targets are missed. Not done: building screens ahead of time when idle (Textual has
+no public way to compose a screen off the stack) and splitting a first visit below one 50 ms
+slice.
 
 UI-loop lag while walking the steps, editing fields and tuning max_batch (last tmux run, `--stall-report`):
 {stalls["samples"]} wake-ups every {stalls["interval_ms"]:g} ms; lag p50 {stalls["p50_ms"]:.1f} ms,
