@@ -43,8 +43,10 @@ CHILD = (
     CHILD_PRELUDE
     + r"""
 
-async def idle(app):
-    while any(not w.is_finished for w in app.workers if w.name != "stall-monitor"):
+async def idle(app):  # no worker runs, no form piece waits to mount (StepScreen.mount_later)
+    while any(not w.is_finished for w in app.workers if w.name != "stall-monitor") or getattr(
+        app.screen, "mounting_later", False
+    ):
         await asyncio.sleep(0.02)
 
 async def wait(condition, sent, what, timeout=20.0):

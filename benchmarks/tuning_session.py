@@ -50,7 +50,9 @@ TILES = ["64x128x64", "128x128x64", "128x256x64", "256x128x64", "64x256x64", "25
 
 
 async def idle(app):
-    while any(not w.is_finished for w in app.workers):
+    # No worker runs and no form piece waits to mount (StepScreen.mount_later; trees without
+    # it have nothing waiting).
+    while any(not w.is_finished for w in app.workers) or getattr(app.screen, "mounting_later", False):
         await asyncio.sleep(0.02)
 
 async def press(app, chart, key, timeout=10.0):
@@ -113,7 +115,7 @@ asyncio.run(main(sys.argv[1]))
 def run_tuning_session(home: Path, environ: dict[str, str]) -> dict:
     """Run the session in a fresh process; its latencies (ms) per kind of edit and stalls."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(home / "drafts")],
+        [sys.executable, "-P", "-c", CHILD, str(home / "drafts")],
         capture_output=True,
         text=True,
         env=environ,

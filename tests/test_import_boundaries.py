@@ -192,6 +192,20 @@ def test_no_import_circles() -> None:
     assert not import_circles(graph)
 
 
+def test_workbench_core_depends_on_no_other_workbench_folder() -> None:
+    """core is what every step builds on: screens, widgets and the lab import it, never the
+    other way (the app hands core what it needs, e.g. the key owners for the help)."""
+    graph, _ = module_graph(REPO)
+    bad = [
+        f"{name} -> {target}"
+        for name, targets in sorted(graph.items())
+        if name.startswith("workbench.core.")
+        for target in sorted(targets)
+        if target.startswith("workbench.") and not target.startswith("workbench.core")
+    ]
+    assert not bad, "workbench.core imports from above it:\n" + "\n".join(bad)
+
+
 def test_the_graph_sees_the_project() -> None:
     graph, _ = module_graph(REPO)
     assert "triage.scenario" in graph["triage.runs"]

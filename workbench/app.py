@@ -13,6 +13,7 @@ import gc
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -40,11 +41,12 @@ from workbench.core.session import (
     set_pending,
 )
 from workbench.core.stall import StallMonitor
-from workbench.core.steps import Progress, Step
+from workbench.core.steps import Progress, Step, screen_class
 from workbench.core.theming import apply_theme, load_themes
 from workbench.lab.engine import Lab, is_serving, subject
 
-from .screens.modals import DraftQuestion, HelpScreen, KeyRow, RecoverScreen
+from .screens.base import StepScreen
+from .screens.modals import DraftQuestion, HelpScreen, RecoverScreen
 from .screens.registry import default_steps
 from .widgets.step_list import StepRow
 
@@ -80,6 +82,7 @@ class WorkbenchApp(App[int]):
     CSS_PATH: ClassVar = [
         Path(__file__).parent / "app.tcss",
         Path(__file__).parent / "screens" / "review.tcss",
+        Path(__file__).parent / "screens" / "lab.tcss",
     ]
     TITLE = "handoff-workbench"
     COMMANDS: ClassVar = {WorkbenchCommands}
@@ -126,8 +129,11 @@ class WorkbenchApp(App[int]):
         self._exit_deadline: threading.Timer | None = None
         self._draft_timer: Timer | None = None
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
+        self.step_screens: dict[str, StepScreen] = {}
+        """The step screens built so far, by step id (each is built once, on its first visit,
+        and kept: its mode's screen)."""
         for step in self.steps:
-            self.add_mode(step.id, partial(step.screen, step))
+            self.add_mode(step.id, partial(self._build_step_screen, step))
         for number, step in enumerate(self.steps[:9], start=1):
             # Jump keys come from the step list, so they are added per instance (with ids).
             jump = Binding(
@@ -144,8 +150,18 @@ class WorkbenchApp(App[int]):
 
     # --- lifecycle -------------------------------------------------------------------------
 
+    def _build_step_screen(self, step: Step) -> Screen:
+        """A step's screen, the first time its mode is shown (kept in `step_screens`)."""
+        screen = step.screen(step)
+        if isinstance(screen, StepScreen):
+            self.step_screens[step.id] = screen
+        return screen
+
     def on_mount(self) -> None:
-        loaded = load_keymap(self.keymap_file, self.binding_ids())
+        def known_ids() -> Iterator[str]:  # read only when a keymap file exists: the ids
+            yield from self.binding_ids()  # need every step's screen class imported
+
+        loaded = load_keymap(self.keymap_file, known_ids())
         if loaded.keymap:
             self.set_keymap(loaded.keymap)
         if loaded.warning:
@@ -165,9 +181,20 @@ class WorkbenchApp(App[int]):
 
     def _started(self) -> None:
         """After the first frame: what start-up built is frozen out of garbage-collector
-        scans, and the collector (off during start-up, see `workbench.entry`) runs again."""
+        scans, and the collector (off during start-up, see `workbench.entry`) runs again; the
+        other steps' screen modules are imported in a thread."""
         freeze_heap()
         gc.enable()
+        self.run_worker(self._load_screens, name="load-screens", thread=True, exit_on_error=False)
+
+    def _load_screens(self) -> None:
+        """Import every step's screen module and what it imports on first use
+        (`StepScreen.preload`), off the UI thread: the first frame needs only the first
+        step's, and a first visit then finds its modules loaded."""
+        for step in self.steps:
+            cls = screen_class(step)
+            if cls is not None and issubclass(cls, StepScreen):
+                cls.preload()
 
     def _warm_up_lab(self) -> None:
         """After the first frame: load the model and its numba kernels and run the baseline in
@@ -417,8 +444,6 @@ class WorkbenchApp(App[int]):
     def tell(self, text: str, severity: str = "information") -> None:
         """Show an action's result in the status line of the step on screen (under a dialog:
         the step beneath it), or as a notification where no step is on screen."""
-        from .screens.base import StepScreen
-
         for screen in reversed(self.screen_stack):
             if isinstance(screen, StepScreen) and screen.is_mounted:
                 screen.tell(text, severity)
@@ -511,19 +536,16 @@ class WorkbenchApp(App[int]):
 
     def unsaved_work(self) -> list[str]:
         """What quitting now would leave unsaved: edits not written to the file, text typed
-        but refused, and each step's own unsaved work (the Tune working configuration)."""
-        from .screens.base import StepScreen
-
+        but refused, and each step's own unsaved work (the Tune working configuration), on
+        screen or not."""
         working = self.working
         found = []
         if working.dirty:
             found.append("edits not saved to the file (ctrl+s)")
         if working.pending:
             found.append(f"{len(working.pending)} field(s) typed but not applied")
-        for stack in self._screen_stacks.values():
-            for screen in stack:
-                if isinstance(screen, StepScreen):
-                    found += screen.unsaved_work()
+        for screen in self.step_screens.values():
+            found += screen.unsaved_work()
         return found
 
     def action_quit(self) -> None:  # type: ignore[override]
@@ -551,13 +573,40 @@ class WorkbenchApp(App[int]):
 
     # --- bindings, help and palette (generated from the bindings: workbench/core/keys.py) -------
 
+    def key_owners(self) -> list[keys.KeyOwner]:
+        """Every place the workbench defines keys, named for the help screen (imports every
+        step's screen class)."""
+        from .screens.confirm import ConfirmScreen
+        from .widgets.field_editor import ChoiceField, FieldEditor
+        from .widgets.number_field import NumberField
+
+        jumps = [
+            b
+            for bindings in self._bindings.key_to_bindings.values()
+            for b in bindings
+            if b.id and b.id.startswith("goto-")
+        ]
+        screens = [(step.title, screen_class(step)) for step in self.steps]
+        return [
+            keys.KeyOwner("everywhere", tuple(self.BINDINGS)),
+            keys.KeyOwner("everywhere", tuple(jumps)),
+            keys.KeyOwner("step screens", tuple(StepScreen.BINDINGS)),
+            keys.KeyOwner("fields", tuple(FieldEditor.BINDINGS)),
+            keys.KeyOwner("number fields", tuple(NumberField.BINDINGS)),
+            keys.KeyOwner("choice fields", tuple(ChoiceField.BINDINGS)),
+            *keys.step_screen_owners([(t, c) for t, c in screens if c is not None], StepScreen),
+            keys.KeyOwner("help", tuple(HelpScreen.BINDINGS)),
+            keys.KeyOwner("draft dialog", tuple(RecoverScreen.BINDINGS)),
+            keys.KeyOwner("confirm dialog", tuple(ConfirmScreen.BINDINGS)),
+        ]
+
     def binding_ids(self) -> list[str]:
         """Every binding id a keymap may remap."""
-        return keys.binding_ids(self)
+        return keys.binding_ids(self.key_owners())
 
-    def help_rows(self) -> list[KeyRow]:
+    def help_rows(self) -> list[keys.KeyRow]:
         """The help screen's table, keymap applied."""
-        return keys.help_rows(self)
+        return keys.help_rows(self, self.key_owners())
 
     def palette_commands(self, screen: Screen) -> list[PaletteCommand]:
         """Palette entries for `screen`: actions, steps, themes."""

@@ -60,8 +60,9 @@ SETTLE_TIMEOUT_S = 60.0  # a first numba compile on a fresh checkout takes ~6 s
 
 
 async def settle(app: WorkbenchApp, pilot, timeout: float = SETTLE_TIMEOUT_S) -> None:  # type: ignore[no-untyped-def]
-    """Wait until no worker runs (model runs, the start-up warm-up) and no chart waits for its
-    redraw, so what is on screen is final (fails after `timeout` seconds)."""
+    """Wait until no worker runs (model runs, the start-up warm-up), no chart waits for its
+    redraw and no form piece waits to mount, so what is on screen is final (fails after
+    `timeout` seconds)."""
     from workbench.widgets.charts import Chart
 
     deadline = time.monotonic() + timeout
@@ -70,6 +71,8 @@ async def settle(app: WorkbenchApp, pilot, timeout: float = SETTLE_TIMEOUT_S) ->
         await pilot.pause(0.02)
         running = [w.name for w in app.workers if not w.is_finished and w.name != "stall-monitor"]
         pending = [c.id for c in app.screen.query(Chart) if c.pending]
+        if getattr(app.screen, "mounting_later", False):  # form sections still to mount
+            pending.append("mount_later")
         if not running and not pending:
             break
         assert time.monotonic() < deadline, f"still running after {timeout} s: {running + pending}"

@@ -98,6 +98,26 @@ async def test_quit_asks_only_while_something_is_unsaved(make_app: MakeApp) -> N
     assert app.return_code == 0
 
 
+async def test_quit_asks_for_an_unsaved_tune_edit_on_a_step_not_shown(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await goto(pilot, app, 4)
+        fusion = editor(app, "tune-fusion")
+        fusion.input.focus()
+        await pilot.press("ctrl+u", *"standard", "enter")
+        await settle(app, pilot)
+        await goto(pilot, app, 5)  # Tune is off screen now, its working configuration kept
+        assert app.current_step == "mapping" and not app.working.dirty
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and app.is_running
+        assert "Tune working configuration" in app.screen.question
+        await pilot.press("y")
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
+
+
 async def test_escape_after_a_bad_entry_restores_the_accepted_value(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:

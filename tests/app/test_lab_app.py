@@ -151,6 +151,8 @@ class GatedLab(Lab):
         self.release: dict[int, threading.Event] = {}
         self.finished: dict[int, threading.Event] = {}
         self.failing = False
+        self.previewed: list[int] = []
+        """max_batch of every working configuration previewed (simulated), in order."""
 
     def gate(self, max_batch: int) -> None:
         self.started[max_batch] = threading.Event()
@@ -176,11 +178,35 @@ class GatedLab(Lab):
         return found
 
     def preview(self, wanted: Subject) -> LabRun | LabPreview:
+        if wanted.name == "working":
+            self.previewed.append(wanted.config.batch_policy.max_batch)
         batch = self._wait(wanted)
         found = super().preview(wanted)
         if batch in self.finished:
             self.finished[batch].set()
         return found
+
+
+async def test_a_tune_key_after_a_pause_runs_at_once_and_one_right_after_it_waits(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(TuneScreen, "DEBOUNCE_S", 1.0)  # keys 1 s apart or closer: one burst
+    app = make_app()
+    lab = GatedLab()
+    app.lab = lab
+    async with app.run_test(size=LARGE) as pilot:
+        await pilot.press("4")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, TuneScreen)
+        await tab_to(app, pilot, "tune-batch_policy-max_batch")
+        await asyncio.sleep(1.1)  # a pause: the next key starts a burst
+        await pilot.press("up", "up")  # 9 runs at once; 10, right after it, waits for more keys
+        await wait_for(pilot, lambda: bool(lab.previewed), "a run")
+        assert lab.previewed[0] == 9  # debounced alone, the first run would have been 10's
+        await settle(app, pilot)
+        assert lab.previewed == [9, 10]
+        assert working_run(app).profiles.batch_sizes[-1] == 10
 
 
 async def wait_for(pilot, condition: Callable[[], bool], what: str) -> None:  # type: ignore[no-untyped-def]
@@ -191,7 +217,7 @@ async def wait_for(pilot, condition: Callable[[], bool], what: str) -> None:  # 
 
 
 async def test_tuning_session_bursts_staleness_refusals_and_saving(
-    make_app: MakeApp, home: Path
+    make_app: MakeApp, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = make_app()
     lab = GatedLab()
@@ -203,16 +229,21 @@ async def test_tuning_session_bursts_staleness_refusals_and_saving(
         assert isinstance(screen, TuneScreen)
         await tab_to(app, pilot, "tune-batch_policy-max_batch")
 
-        # A burst of arrow keys (a held key, or keys typed quickly) runs the model once, for
-        # the last value.
+        # A burst of arrow keys (a held key, or keys typed quickly): its first key (9) runs at
+        # once, the rest run once, for the last value; nothing in between is ever simulated.
         runs = lab.model_runs
+        lab.previewed.clear()
+        debounce = TuneScreen.DEBOUNCE_S
+        monkeypatch.setattr(TuneScreen, "DEBOUNCE_S", 0.5)  # one burst even on a busy machine
         for _ in range(6):
             app._driver.send_message(events.Key("up", None))  # type: ignore[union-attr]
             await asyncio.sleep(KEY_REPEAT_S)
         await wait_for(pilot, lambda: working_run(app).profiles.batch_sizes[-1] == 14, "14")
         await settle(app, pilot)
+        monkeypatch.setattr(TuneScreen, "DEBOUNCE_S", debounce)
         assert screen.config.batch_policy.max_batch == 14
-        assert lab.model_runs == runs + 1
+        assert set(lab.previewed) <= {9, 14} and lab.previewed[-1] == 14
+        assert lab.model_runs - runs <= 2
         assert working_run(app).profiles.batch_sizes[-1] == 14
 
         # A stale result never overwrites a newer one: 15 starts first, finishes last.

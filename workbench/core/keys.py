@@ -1,8 +1,14 @@
-"""Key help and palette entries, generated from the bindings (keymap applied), never by hand."""
+"""Key help and palette entries, generated from the bindings (keymap applied), never by hand.
+
+Textual-free of the workbench's own screens and widgets: the app hands in where its keys are
+defined (`KeyOwner`s: the app, the step frame, the field editors, each step's screen class, the
+dialogs), so core depends on no screen and the help never lists a key by hand.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -10,65 +16,63 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from workbench.core.palette import PaletteCommand
-from workbench.screens.base import StepScreen
-from workbench.screens.confirm import ConfirmScreen
-from workbench.screens.modals import HelpScreen, KeyRow, RecoverScreen
-from workbench.widgets.field_editor import ChoiceField, FieldEditor
-from workbench.widgets.number_field import NumberField
 
 if TYPE_CHECKING:
     from workbench.app import WorkbenchApp
 
 
-def binding_owners(app: WorkbenchApp) -> list[tuple[str, list[Binding]]]:
-    """Every place the workbench defines keys, named for the help screen."""
-    jumps = [
-        b
-        for bindings in app._bindings.key_to_bindings.values()
-        for b in bindings
-        if b.id and b.id.startswith("goto-")
-    ]
-    owners: list[tuple[str, Iterable[BindingType]]] = [
-        ("everywhere", app.BINDINGS),
-        ("everywhere", jumps),
-        ("step screens", StepScreen.BINDINGS),
-        ("fields", FieldEditor.BINDINGS),
-        ("number fields", NumberField.BINDINGS),
-        ("choice fields", ChoiceField.BINDINGS),
-        *step_screen_bindings(app),
-        ("help", HelpScreen.BINDINGS),
-        ("draft dialog", RecoverScreen.BINDINGS),
-        ("confirm dialog", ConfirmScreen.BINDINGS),
-    ]
-    return [(where, [b for b in owner if isinstance(b, Binding)]) for where, owner in owners]
+@dataclass(frozen=True)
+class KeyRow:
+    """One line of the key help: where the key works, its key(s), what it does, its id."""
+
+    where: str
+    keys: str
+    description: str
+    binding_id: str
 
 
-def step_screen_bindings(app: WorkbenchApp) -> list[tuple[str, Iterable[BindingType]]]:
-    """The keys each step's screen adds to StepScreen's (its class's and its bases' own
-    BINDINGS), each binding once, named for the first step that has it."""
+@dataclass(frozen=True)
+class KeyOwner:
+    """One place that defines keys, named for the help screen.
+
+    Attributes:
+        where: what the help's 'Where' column says ('everywhere', 'fields', 'Tune step').
+        bindings: its bindings (only `Binding`s are listed; tuples are skipped).
+    """
+
+    where: str
+    bindings: tuple[BindingType, ...]
+
+
+def own_bindings(cls: type, base: type) -> list[Binding]:
+    """The `BINDINGS` `cls` and its bases below `base` define themselves (not `base`'s own nor
+    inherited from above it), in MRO order."""
+    classes = [c for c in cls.__mro__ if issubclass(c, base) and c is not base]
+    return [b for c in classes for b in vars(c).get("BINDINGS", []) if isinstance(b, Binding)]
+
+
+def step_screen_owners(screens: Iterable[tuple[str, type]], base: type) -> list[KeyOwner]:
+    """The keys each step's screen class adds to `base`'s (the step frame's), each binding
+    once, named for the first step that has it ('Tune step'). `screens`: (step title, screen
+    class) in step order."""
     seen: set[int] = set()
     found = []
-    for step in app.steps:
-        if not isinstance(step.screen, type):
-            continue
-        classes = [
-            c for c in step.screen.__mro__ if issubclass(c, StepScreen) and c is not StepScreen
-        ]
-        bindings = [
-            b
-            for cls in classes
-            for b in vars(cls).get("BINDINGS", [])
-            if isinstance(b, Binding) and id(b) not in seen
-        ]
+    for title, cls in screens:
+        bindings = [b for b in own_bindings(cls, base) if id(b) not in seen]
         seen |= {id(b) for b in bindings}
         if bindings:
-            found.append((f"{step.title} step", bindings))
+            found.append(KeyOwner(f"{title} step", tuple(bindings)))
     return found
 
 
-def binding_ids(app: WorkbenchApp) -> list[str]:
+def bindings_of(owners: Sequence[KeyOwner]) -> list[tuple[str, list[Binding]]]:
+    """Each owner's `Binding`s (tuples left out), with its name."""
+    return [(o.where, [b for b in o.bindings if isinstance(b, Binding)]) for o in owners]
+
+
+def binding_ids(owners: Sequence[KeyOwner]) -> list[str]:
     """Every binding id a keymap may remap."""
-    return [b.id for _, owner in binding_owners(app) for b in owner if b.id]
+    return [b.id for _, owner in bindings_of(owners) for b in owner if b.id]
 
 
 def key_display(app: WorkbenchApp, binding: Binding) -> str:
@@ -77,11 +81,11 @@ def key_display(app: WorkbenchApp, binding: Binding) -> str:
     return " / ".join(app.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
 
 
-def help_rows(app: WorkbenchApp) -> list[KeyRow]:
+def help_rows(app: WorkbenchApp, owners: Sequence[KeyOwner]) -> list[KeyRow]:
     """The help screen's table."""
     return [
         KeyRow(where, key_display(app, b), b.tooltip or b.description or b.action, b.id or "")
-        for where, owner in binding_owners(app)
+        for where, owner in bindings_of(owners)
         for b in owner
     ]
 

@@ -3,7 +3,8 @@ done-predicates.
 
 The list of steps itself (which screen each step opens) is the screen registry,
 `workbench/screens/registry.py`; keeping it apart lets screens and done-predicates import these
-types without importing every screen.
+types without importing every screen. A step names its screen with a `LazyScreen`, so start-up
+imports only the screens it shows (the other steps' modules load after the first frame).
 """
 
 from __future__ import annotations
@@ -52,6 +53,29 @@ class Step:
     purpose: str
     screen: Callable[[Step], Screen]
     done: Callable[[Progress], bool]
+
+
+@dataclass(frozen=True)
+class LazyScreen:
+    """A step's screen factory whose class is imported on first use.
+
+    Attributes:
+        load: returns the screen class (importing its module the first time).
+    """
+
+    load: Callable[[], type[Screen]]
+
+    def __call__(self, step: Step) -> Screen:
+        return self.load()(step)  # type: ignore[call-arg]
+
+
+def screen_class(step: Step) -> type[Screen] | None:
+    """The class of a step's screen (importing it when lazy); None for a factory that is
+    neither a class nor a `LazyScreen`."""
+    factory = step.screen
+    if isinstance(factory, LazyScreen):
+        return factory.load()
+    return factory if isinstance(factory, type) else None
 
 
 def packet_done(progress: Progress) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, OptionList, Static
 
 from workbench.core.session import WorkingPacket
@@ -22,7 +25,9 @@ if TYPE_CHECKING:
 
 class StepScreen(Screen):
     """A step's screen. Subclasses yield their content from `compose_main` and update it in
-    `show_packet`, which runs on mount, on every packet change, and when the screen returns."""
+    `show_packet`, which runs on mount, on every packet change, and when the screen returns.
+    What the first frame does not show (form sections below the fold) they hand to
+    `mount_later`: it mounts right after that frame, so a first visit does not wait for it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "focus_steps", "Step list", id="focus-steps", show=False),
@@ -36,6 +41,20 @@ class StepScreen(Screen):
         # when it arrives is most of a large screen's start-up time.
         breakpoints = self.app.HORIZONTAL_BREAKPOINTS or []
         self.add_class(*self._get_breakpoint_classes(self.app.size.width, breakpoints))
+        # Each widget is styled as it mounts, with the stylesheet as it is now, yet Textual
+        # counts a new screen as out of date (its CSS update count starts at -1): on its first
+        # show it re-parsed every stylesheet twice and restyled both the outgoing and the
+        # incoming screen, most of a step's first visit (~150 ms leaving the Packet step).
+        # Counted current, it skips that; a theme change while it is off screen bumps the
+        # app's count, so it is still restyled when it returns.
+        self._css_update_count = getattr(self.app, "_css_update_count", -1)
+        self._styled_for = self._style_inputs()
+        self._later: list[tuple[Widget | str, Callable[[], list[Widget]]]] = []
+
+    @classmethod
+    def preload(cls) -> None:
+        """Import the modules this screen imports where it first uses them (the app calls it
+        off the UI thread after the first frame, so a first visit does not wait for them)."""
 
     @property
     def workbench(self) -> WorkbenchApp:
@@ -68,7 +87,48 @@ class StepScreen(Screen):
         self.watch(self.workbench, "left", self._steps_changed, init=False)
         self._bring_up_to_date()
 
-    def on_screen_resume(self) -> None:
+    def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
+        """Mount the widgets `build()` makes (called then, so they show the state of that
+        moment) at the end of `parent` (a widget, or a selector for one an earlier piece
+        mounts), after the frame on screen; pieces handed in one after another mount in
+        order, one per refresh. (A piece mounted while keys are coming in can upset where
+        Tab goes next: hand in few, large pieces, as soon after the first frame as may be.)"""
+        self._later.append((parent, build))
+        if len(self._later) == 1:
+            self.call_after_refresh(self._mount_next)
+
+    @property
+    def mounting_later(self) -> bool:
+        """True while pieces handed to `mount_later` wait to be mounted."""
+        return bool(self._later)
+
+    async def _mount_next(self) -> None:
+        if not self._later:
+            return
+        if not self.is_attached or self.app._exit:  # quitting already
+            self._later.clear()
+            return
+        parent, build = self._later[0]
+        target = self.query_one(parent) if isinstance(parent, str) else parent
+        await target.mount_all(build())
+        self._later.pop(0)
+        if self._later:
+            self.call_after_refresh(self._mount_next)
+
+    def _style_inputs(self) -> tuple[object, ...]:
+        """What app-wide state the screen's styles depend on (theme, the app's classes and
+        pseudo-classes): when it is as it was, resuming need not restyle every widget."""
+        app = self.app
+        return (app.theme, frozenset(app.classes), app.app_focus, app.no_color, app.ansi_color)
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual restyles every widget of a screen each time it is shown (~20 ms for a lab
+        # step, ~150 ms for the Packet form, twice on a first visit); the widgets already
+        # have the styles of an unchanged app (focus changes restyle what they touch).
+        inputs = self._style_inputs()
+        if inputs == self._styled_for:
+            event.refresh_styles = False
+        self._styled_for = inputs
         self._bring_up_to_date()
 
     def _bring_up_to_date(self) -> None:

@@ -5,11 +5,13 @@ Work runs on a channel (one per kind of result) in one exclusive Textual worker 
 (`run_worker(exclusive=True)`, what `@work(exclusive=True)` does, with the channel as the
 group): with `debounce`, the worker first sleeps the class's DEBOUNCE_S (a newer start cancels
 that sleep, so a burst of edits runs once, for the last value), then runs the work in a thread
-(`asyncio.to_thread`), so the UI keeps drawing. Threads cannot be interrupted (NOTES), so every
-start gets a `Ticket`: its generation is compared when the result lands (only the channel's
-newest may show it: a stale result never overwrites a newer one), and its `stop` event is set
-when a newer start, `forget` or `stop_compute` supersedes it, for long work to stop at its
-next checkpoint. One busy line says what runs once work takes longer than BUSY_AFTER_S; a
+(`asyncio.to_thread`), so the UI keeps drawing. A class with DEBOUNCE_LEADING runs the first
+start of a burst at once (no start on its channel in the last DEBOUNCE_S: a single key waits
+for nothing) and debounces only the starts that follow it closely. Threads cannot be
+interrupted (NOTES), so every start gets a `Ticket`: its generation is compared when the
+result lands (only the channel's newest may show it: a stale result never overwrites a newer
+one), and its `stop` event is set when a newer start, `forget` or `stop_compute` supersedes it,
+for long work to stop at its next checkpoint. One busy line says what runs once work takes longer than BUSY_AFTER_S; a
 failure is one line on the screen, never a crash (`exit_on_error=False`, exceptions caught).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -98,6 +101,8 @@ class WorkScreen(StepScreen):
 
     BUSY_AFTER_S: ClassVar[float] = BUSY_AFTER_S
     DEBOUNCE_S: ClassVar[float] = DEBOUNCE_S
+    DEBOUNCE_LEADING: ClassVar[bool] = False
+    """Run a debounced start at once when it is the first of a burst (see the module doc)."""
     BUSY_NOTE: ClassVar[str] = "busy"
     """DOM id of the note the busy line goes in."""
     ERROR_NOTE: ClassVar[str] = "error"
@@ -106,6 +111,7 @@ class WorkScreen(StepScreen):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tickets: dict[str, Ticket] = {}  # each channel's newest start
+        self._started_at: dict[str, float] = {}  # monotonic() of each channel's newest start
         self._busy_labels: dict[str, str] = {}  # channels whose work shows as busy
 
     def compose_status(self) -> ComposeResult:
@@ -152,6 +158,17 @@ class WorkScreen(StepScreen):
         self._tickets[channel] = ticket
         return ticket
 
+    def _wait_first(self, channel: str, debounce: bool) -> bool:
+        """Whether a start on `channel` sleeps DEBOUNCE_S before it runs: every debounced one,
+        or with DEBOUNCE_LEADING only one that follows the channel's last start closely (a
+        burst's first start runs at once). Call once per start, before its ticket."""
+        now = time.monotonic()
+        last = self._started_at.get(channel)
+        self._started_at[channel] = now
+        if not debounce:
+            return False
+        return not self.DEBOUNCE_LEADING or (last is not None and now - last < self.DEBOUNCE_S)
+
     def forget(self, channel: str = "main") -> None:
         """Drop whatever `channel` has in flight (its result will not be shown)."""
         self._next_ticket(channel)
@@ -178,6 +195,7 @@ class WorkScreen(StepScreen):
         """Run `work(stop)` in a thread, then `done(result)` on the UI thread, unless a newer
         start on the same `channel` came first (channels run side by side). `stop` is set when
         a newer start or `stop_compute` supersedes the work."""
+        debounce = self._wait_first(channel, debounce)
         ticket = self._next_ticket(channel)
         self._launch(channel, ticket, label, partial(work, ticket.stop), done, failed, debounce)
 
@@ -192,6 +210,7 @@ class WorkScreen(StepScreen):
     ) -> int:
         """Run `job()` in a thread and `apply(result)` here, if still the newest of `channel`.
         Returns the start's generation."""
+        debounce = self._wait_first(channel, debounce)
         ticket = self._next_ticket(channel)
         self._launch(channel, ticket, label, job, apply, None, debounce)
         return ticket.generation

@@ -1,13 +1,14 @@
 """LabScreen: the Baseline, Diagnose and Tune steps' base, whose results come from the model.
 
 Off-thread work, staleness, the busy and error lines are `WorkScreen`'s (`compute`,
-`show_or_compute`, `from_thread`, `stale`); this adds the lab (the app's cached model results),
-the lab steps' stylesheet and their status lines.
+`show_or_compute`, `from_thread`, `stale`); this adds the lab (the app's cached model results)
+and the lab steps' status lines. Their stylesheet, lab.tcss, is one of the app's (loaded at
+start), so a first lab screen does not re-parse every stylesheet and restyle the screen it
+leaves.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -23,9 +24,14 @@ if TYPE_CHECKING:
 class LabScreen(WorkScreen):
     """Base of the Baseline, Diagnose and Tune steps: the lab and its status lines."""
 
-    CSS_PATH = Path(__file__).parent / "lab.tcss"  # loaded with the first lab screen
     BUSY_NOTE: ClassVar[str] = "lab-busy"
     ERROR_NOTE: ClassVar[str] = "lab-error"
+
+    @classmethod
+    def preload(cls) -> None:
+        import workbench.lab.charts
+        import workbench.widgets.chart_deck
+        import workbench.widgets.charts  # noqa: F401  (plotext)
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -14,15 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-
-@dataclass(frozen=True)
-class KeyRow:
-    """One line of the key help: where the key works, its key(s), what it does, its id."""
-
-    where: str
-    keys: str
-    description: str
-    binding_id: str
+from workbench.core.keys import KeyRow
 
 
 class HelpScreen(ModalScreen[None]):

@@ -34,7 +34,7 @@ class PacketScreen(StepScreen):
         sections: dict[str, list[FieldSpec]] = {}
         for spec in input_fields():
             sections.setdefault(spec.section, []).append(spec)
-        first, *self._later = sections.values()
+        first, *self._later_sections = sections.values()
         with VerticalScroll(id="form", can_focus=False):
             yield Note(id="packet-identity")
             yield Note(id="packet-warnings")
@@ -49,15 +49,10 @@ class PacketScreen(StepScreen):
         )
 
     def on_mount(self) -> None:
-        # The first section paints with the screen; the rest mount right after, so the first
-        # frame comes sooner (fewer widgets to style and lay out before it).
-        self.call_after_refresh(self._mount_later_sections)
-
-    async def _mount_later_sections(self) -> None:
-        if not self.is_attached or self.app._exit or not self._later:  # quitting already
-            return
-        sections, self._later = self._later, []
-        await self.query_one("#form").mount_all([self._section(specs) for specs in sections])
+        # The first section paints with the screen; the rest mount right after it, in one
+        # piece, so the first frame comes sooner (fewer widgets to style and lay out before it).
+        sections, self._later_sections = self._later_sections, []
+        self.mount_later(self.query_one("#form"), lambda: [self._section(s) for s in sections])
 
     def show_packet(self, working: WorkingPacket) -> None:
         packet = working.packet

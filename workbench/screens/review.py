@@ -60,6 +60,11 @@ class ReviewScreen(ComputeScreen):
         self._blocked: list[str] = []  # ids of the guards that block now
         self._owner_fields: dict[str, tuple[int, str]] = {}  # editor id -> (owner index, field)
 
+    @classmethod
+    def preload(cls) -> None:
+        import packets.signoff  # noqa: F401  (cryptography: ~0.1 s, for the signature report)
+        import triage.review.guards  # noqa: F401
+
     def compose_main(self) -> ComposeResult:
         packet = self.workbench.working.packet
         roles = tuple(o.role for o in packet.owners)

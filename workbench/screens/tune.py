@@ -28,6 +28,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import ProgressBar, Static
 
 from packets.candidates import BASELINE, changed_knobs, resolve_config
@@ -80,6 +81,7 @@ class TuneScreen(LabScreen):
     """The working configuration's editors, its status against the baseline, and the views."""
 
     DEBOUNCE_S: ClassVar[float] = 0.05  # held keys repeat every 25-40 ms: a burst runs once
+    DEBOUNCE_LEADING: ClassVar[bool] = True  # ... after its first key, which runs at once
     DECODE_STEP_AFTER_S: ClassVar[float] = 0.15
     """Serving packets: the decode step's dynamic-batcher run starts this long after the
     serving run landed with no newer edit (it never delays the serving views)."""
@@ -133,10 +135,7 @@ class TuneScreen(LabScreen):
             yield Static(id="tune-serving")
         with Horizontal(id="tune-body"):
             with VerticalScroll(id="tune-form", can_focus=False):
-                for title, fields in self.sections:
-                    yield Static(title, classes="section")
-                    for field in fields:
-                        yield make_editor(field, self.config, self.start_from)
+                yield from self._section(*self.sections[0])  # the rest: `on_mount`
             waiting = "waiting for the model…"
             views = [
                 ("tune-latency", "Latency", Chart(waiting, id="tune-latency")),
@@ -189,6 +188,19 @@ class TuneScreen(LabScreen):
                 ]
             yield ChartDeck(views, "f2/f3", id="tune-deck")
 
+    def _section(self, title: str, fields: list[TuneField]) -> list[Widget]:
+        """A form section's title and editors, showing the working configuration now."""
+        editors = [make_editor(field, self.config, self.start_from) for field in fields]
+        return [Static(title, classes="section"), *editors]
+
+    def on_mount(self) -> None:
+        # The first section (start, save as) paints with the screen; the others mount right
+        # after it, in one piece, so a first visit waits for none of them.
+        self.mount_later(self.query_one("#tune-form"), self._later_sections)
+
+    def _later_sections(self) -> list[Widget]:
+        return [w for title, fields in self.sections[1:] for w in self._section(title, fields)]
+
     @property
     def deck(self) -> ChartDeck:
         """The views (charts and tables)."""
@@ -234,9 +246,10 @@ class TuneScreen(LabScreen):
     def sync_editors(self) -> None:
         """Every editor shows the working configuration (problems cleared)."""
         for field in self.fields.values():
-            if field.role == "name":
+            found = self.query(f"#{field.id}")  # a section still to mount shows it when it does
+            if field.role == "name" or not found:
                 continue
-            editor = self.editor(field.id)
+            editor = found.first(FieldEditor)
             editor.problem = ""
             editor.show_value(field.text_of(self.config, self.start_from))
 
@@ -427,9 +440,9 @@ class TuneScreen(LabScreen):
 
     def request_serving(self, target: Subject, base: Subject, *, debounce: bool) -> None:
         """The serving runs of the working configuration and the baseline: at once from the
-        cache, else in a worker. The first edit of a burst starts at once; while a serving
-        run is in flight, later edits are debounced (DEBOUNCE_S), so a burst runs its first
-        and its last value. A working configuration that no longer runs the continuous
+        cache, else in a worker, debounced as every Tune run is (DEBOUNCE_LEADING: the first
+        edit of a burst starts at once, later ones DEBOUNCE_S after the last), so a burst runs
+        its first and its last value. A working configuration that no longer runs the continuous
         scheduler shows the line saying so."""
         lab = self.lab
         if not is_serving(target) or not is_serving(base):
@@ -457,7 +470,7 @@ class TuneScreen(LabScreen):
 
         self.start_compute(
             "serving run", lambda _stop: (lab.serving_run(target), lab.serving_run(base)),
-            self.show_serving, debounce=debounce and self.running("tune-serving"),
+            self.show_serving, debounce=debounce,
             failed=failed, channel="tune-serving",
         )  # fmt: skip
 
@@ -506,6 +519,15 @@ class TuneScreen(LabScreen):
                 hbm_chart([("baseline", base), ("working", preview)])
             )
         self._charted = (preview.latency_ms, preview.profiles, base, packet)
+        # The tail attribution starts once the chart is on screen: run beside the redraw, its
+        # thread takes the GIL the frame needs.
+        self.call_after_refresh(self._complete_run, self.newest("tune"), base)
+
+    def _complete_run(self, generation: int, base: LabRun) -> None:
+        """Complete the charted preview into a run (tail attribution, classification) for the
+        status line, unless a newer edit came since it was charted."""
+        if generation != self.newest("tune") or not self.is_attached:
+            return
         target, lab = self.working_subject(self.workbench.working), self.lab
         self.compute("tune-full", lambda: (lab.run(target), base), self.show_runs)
 
