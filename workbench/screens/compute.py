@@ -253,8 +253,10 @@ class WorkScreen(StepScreen):
         debounce: bool,
     ) -> None:
         self.show_error("")
+        # A coroutine function, not a coroutine: an exclusive start that cancels this worker
+        # before it ran leaves no never-awaited coroutine behind.
         self.run_worker(
-            self._compute(channel, ticket, label, job, done, failed, debounce),
+            partial(self._compute, channel, ticket, label, job, done, failed, debounce),
             name=self._group(channel),
             group=self._group(channel),
             exclusive=True,
