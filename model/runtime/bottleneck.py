@@ -16,6 +16,9 @@ Rules (why: model/runtime/README.md):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 CLASSES = (
     "queueing/capacity",
     "core imbalance",
@@ -77,25 +80,53 @@ def classify(
     """
     p99 = class_scores(tail_p99, counterfactual["p99_drop_if_off_ms"])
     p95 = class_scores(tail_p95, counterfactual["p95_drop_if_off_ms"])
-    avg = class_scores(mean, {})
-    ranked = sorted(CLASSES, key=lambda c: (-p99[c], CLASSES.index(c)))
-    primary = ranked[0]
-    tie_break = False
-    if p99[ranked[0]] - p99[ranked[1]] <= TIE_MARGIN and p95[ranked[1]] > p95[ranked[0]]:
-        primary, tie_break = ranked[1], True
 
-    def entry(name: str, rule: str) -> dict:
-        evidence = {
-            "p99_tail_score": round(p99[name], 4),
-            "p95_tail_score": round(p95[name], 4),
-            "mean_share": round(avg[name], 4),
-            "p99_tail_latency_ms": round(tail_p99["latency"], 4),
-        }
+    def extra(name: str) -> dict:
+        evidence = {}
         if name in DRIVER_OF:
             drop = counterfactual["p99_drop_if_off_ms"].get(DRIVER_OF[name], 0.0)
             evidence[f"p99_drop_if_{DRIVER_OF[name]}_off_ms"] = round(drop, 4)
         if name == "queueing/capacity" and utilization_mean is not None:
             evidence["core_utilization_mean"] = round(utilization_mean, 4)
+        return evidence
+
+    return ranked_classification(
+        CLASSES, p99, p95, class_scores(mean, {}), tail_p99["latency"], extra, command
+    )
+
+
+def ranked_classification(
+    classes: tuple[str, ...],
+    p99: dict[str, float],
+    p95: dict[str, float],
+    mean: dict[str, float],
+    p99_tail_latency_ms: float,
+    extra_evidence: Callable[[str], dict[str, Any]],
+    command: str,
+) -> dict[str, Any]:
+    """The `classification` contract from per-class scores, by the module's rules (shared by
+    the dynamic batcher's `classify` and the serving one, model/runtime/serving_attribution.py).
+
+    Args:
+        classes: class names in their tie order.
+        p99, p95, mean: each class's p99-tail, p95-tail and mean score (shares, 0-1).
+        p99_tail_latency_ms: mean latency of the slowest 1%, ms.
+        extra_evidence: a class's own evidence, after the scores (in the order given).
+        command: the exact command that reproduces the run.
+    """
+    ranked = sorted(classes, key=lambda c: (-p99[c], classes.index(c)))
+    primary, tie_break = ranked[0], False
+    if p99[ranked[0]] - p99[ranked[1]] <= TIE_MARGIN and p95[ranked[1]] > p95[ranked[0]]:
+        primary, tie_break = ranked[1], True
+
+    def entry(name: str, rule: str) -> dict[str, Any]:
+        evidence = {
+            "p99_tail_score": round(p99[name], 4),
+            "p95_tail_score": round(p95[name], 4),
+            "mean_share": round(mean[name], 4),
+            "p99_tail_latency_ms": round(p99_tail_latency_ms, 4),
+            **extra_evidence(name),
+        }
         return {
             "class": name,
             "metric": "p99_tail_score",
@@ -117,6 +148,6 @@ def classify(
     return {
         "primary": entry(primary, primary_rule),
         "secondary": secondary,
-        "scores_p99_tail": {c: round(p99[c], 4) for c in CLASSES},
+        "scores_p99_tail": {c: round(p99[c], 4) for c in classes},
         "thresholds": {"secondary_share": SECONDARY_SHARE, "tie_margin": TIE_MARGIN},
     }

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from model.runtime.bottleneck import SECONDARY_SHARE, TIE_MARGIN
+from model.runtime.bottleneck import ranked_classification
 from model.runtime.serving import IterationTable, ServingResult, simulate_serving
 from model.runtime.serving_table import bucket_edges
 from model.runtime.tail import COUNTERFACTUAL_WORKERS, shapley_values
@@ -314,21 +314,12 @@ def classify_serving(
     p99 = class_scores(composition["slowest_1pct"], latency["p99_drop_if_off_ms"])
     p95 = class_scores(composition["slowest_5pct"], latency["p95_drop_if_off_ms"])
     avg = class_scores(composition["all_measured"], {})
-    ranked = sorted(CLASSES, key=lambda c: (-p99[c], CLASSES.index(c)))
-    primary, tie_break = ranked[0], False
-    if p99[ranked[0]] - p99[ranked[1]] <= TIE_MARGIN and p95[ranked[1]] > p95[ranked[0]]:
-        primary, tie_break = ranked[1], True
     r, m = result.requests, result.measured
     utilization = engine_utilization(result)
     tail = composition["slowest_1pct"]
 
-    def entry(name: str, rule: str) -> dict[str, Any]:
-        evidence: dict[str, Any] = {
-            "p99_tail_score": round(p99[name], 4),
-            "p95_tail_score": round(p95[name], 4),
-            "mean_share": round(avg[name], 4),
-            "p99_tail_latency_ms": round(tail["latency_ms"], 4),
-        }
+    def extra(name: str) -> dict[str, Any]:
+        evidence: dict[str, Any] = {}
         driver = DRIVER_OF.get(name)
         if driver is not None:
             for metric in METRICS:
@@ -353,29 +344,9 @@ def classify_serving(
             evidence["decode_share_p99_tail"] = round(tail["decode"] / tail["latency_ms"], 4)
             it = result.iterations
             evidence["iteration_ms_mean"] = round(float(np.mean(it.end_ms - it.start_ms)), 4)
-        return {
-            "class": name,
-            "metric": "p99_tail_score",
-            "value": round(p99[name], 4),
-            "threshold": rule,
-            "evidence": evidence,
-            "command": command,
-        }
+        return evidence
 
-    primary_rule = f"largest p99-tail score (p95-tail decides within {TIE_MARGIN})"
-    if tie_break:
-        primary_rule += f"; p95 tie-break over {ranked[0]}"
-    secondary_rule = f"p99- or p95-tail score >= {SECONDARY_SHARE}"
-    return {
-        "primary": entry(primary, primary_rule),
-        "secondary": [
-            entry(c, secondary_rule)
-            for c in ranked
-            if c != primary and max(p99[c], p95[c]) >= SECONDARY_SHARE
-        ],
-        "scores_p99_tail": {c: round(p99[c], 4) for c in CLASSES},
-        "thresholds": {"secondary_share": SECONDARY_SHARE, "tie_margin": TIE_MARGIN},
-    }
+    return ranked_classification(CLASSES, p99, p95, avg, tail["latency_ms"], extra, command)
 
 
 def with_attribution(

@@ -41,6 +41,23 @@ def packet_file(tmp_path: Path) -> Path:
     return path
 
 
+SERVING_EXAMPLE = "llm-serving-continuous"
+
+
+@pytest.fixture
+def serving_file(tmp_path: Path) -> Path:
+    """A writable copy of the serving (continuous-batching) example."""
+    path = tmp_path / "serving" / "packet.yaml"
+    path.parent.mkdir()
+    path.write_bytes(example_bytes(SERVING_EXAMPLE))
+    return path
+
+
+def step_key(app: WorkbenchApp, step: str) -> str:
+    """The jump key of a step (its number in the step list)."""
+    return str([s.id for s in app.steps].index(step) + 1)
+
+
 def working_for(path: Path) -> WorkingPacket:
     """A fresh WorkingPacket for the packet file at `path`."""
     return open_working(load_packet(path), path)

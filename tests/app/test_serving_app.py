@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from packets.examples import example_bytes
 from triage.runs import run_serving_scenario
 from triage.scenario import build_scenario
 from workbench.app import WorkbenchApp
@@ -17,25 +16,10 @@ from workbench.lab.engine import subject
 from workbench.lab.views import ms
 from workbench.screens.tune import TuneScreen
 
-from .conftest import LARGE, SETTLE_TIMEOUT_S, SMALL, settle
+from .conftest import LARGE, SETTLE_TIMEOUT_S, SMALL, settle, step_key
 from .test_lab_app import chart, tab_to, text_of
 
 MakeApp = Callable[..., WorkbenchApp]
-EXAMPLE = "llm-serving-continuous"
-
-
-@pytest.fixture
-def serving_file(tmp_path: Path) -> Path:
-    """A writable copy of the serving example."""
-    path = tmp_path / "serving" / "packet.yaml"
-    path.parent.mkdir()
-    path.write_bytes(example_bytes(EXAMPLE))
-    return path
-
-
-def step_key(app: WorkbenchApp, step: str) -> str:
-    """The jump key of a step (its number in the step list)."""
-    return str([s.id for s in app.steps].index(step) + 1)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])

@@ -11,32 +11,17 @@ from pathlib import Path
 import pytest
 
 from model.runtime.serving_attribution import CLASSES
-from packets.examples import example_bytes
 from triage.runs import run_serving_scenario
 from triage.scenario import build_scenario
 from workbench.app import WorkbenchApp
 from workbench.lab.engine import subject
 from workbench.lab.views import ms
 
-from .conftest import LARGE, SMALL, settle
+from .conftest import LARGE, SMALL, settle, step_key
 from .test_lab_app import chart, text_of
 from .test_snapshots import compare
 
 MakeApp = Callable[..., WorkbenchApp]
-EXAMPLE = "llm-serving-continuous"
-
-
-@pytest.fixture
-def serving_file(tmp_path: Path) -> Path:
-    """A writable copy of the serving example."""
-    path = tmp_path / "serving" / "packet.yaml"
-    path.parent.mkdir()
-    path.write_bytes(example_bytes(EXAMPLE))
-    return path
-
-
-def step_key(app: WorkbenchApp, step: str) -> str:
-    return str([s.id for s in app.steps].index(step) + 1)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])

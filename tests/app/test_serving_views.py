@@ -16,7 +16,6 @@ from textual.worker import WorkerState
 
 from model.runtime.serving_profiles import serving_profiles
 from model.runtime.serving_table import kv_bytes_per_token, weight_bytes_total
-from packets.examples import example_bytes
 from triage.runs import run_serving_scenario
 from triage.scenario import build_scenario
 from workbench.app import WorkbenchApp
@@ -31,14 +30,6 @@ from .test_snapshots import compare
 MakeApp = Callable[..., WorkbenchApp]
 SERVING_VIEWS = ("tune-kv", "tune-ttft", "tune-tpot", "tune-latency", "tune-load", "tune-hbm")
 CHART_OF = {view: view for view in SERVING_VIEWS} | {"tune-load": "load-chart"}
-
-
-@pytest.fixture
-def serving_file(tmp_path: Path) -> Path:
-    path = tmp_path / "serving" / "packet.yaml"
-    path.parent.mkdir()
-    path.write_bytes(example_bytes("llm-serving-continuous"))
-    return path
 
 
 async def open_tune(app: WorkbenchApp, pilot) -> TuneScreen:  # type: ignore[no-untyped-def]
