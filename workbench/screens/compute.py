@@ -51,10 +51,13 @@ class Ticket:
     Attributes:
         generation: the start's number on its channel (1, 2, ...); only the newest shows.
         stop: set once a newer start (or `forget`, `stop_compute`) supersedes it.
+        finished: set once its work returned or failed (a busy timer that fires later, its
+            callback already queued when the work ended, shows nothing).
     """
 
     generation: int
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
+    finished: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
 def form_field(
@@ -289,6 +292,7 @@ class WorkScreen(StepScreen):
                     self.show_error(f"{label[:1].upper()}{label[1:]}: {one_line(exc)}")
             return
         finally:
+            ticket.finished.set()
             timer.stop()
             if self._current(channel, ticket) and self._busy_labels.pop(channel, None):
                 self._say_busy()
@@ -300,7 +304,9 @@ class WorkScreen(StepScreen):
             self.show_error(f"showing the result failed: {one_line(exc)}")
 
     def _set_busy(self, channel: str, ticket: Ticket, label: str) -> None:
-        if self._current(channel, ticket):
+        # finished: the timer fired as the work ended, and its callback ran after the finally
+        # that clears the busy line (seen under load: a stale "⟳ Running ..." for good)
+        if self._current(channel, ticket) and not ticket.finished.is_set():
             self._busy_labels[channel] = label
             self._say_busy()
 
