@@ -32,7 +32,8 @@ Times are ms, bandwidth bytes per ms.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from model.runtime.jit import njit
 
 IDLE, FIXED, COMPUTE, MEMORY = 0, 1, 2, 3
 

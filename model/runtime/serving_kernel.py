@@ -8,7 +8,8 @@ Semantics: model/runtime/README.md "Continuous batching (LLM serving)".
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from model.runtime.jit import njit
 
 # Placement codes shared with serving.py.
 ROUND_ROBIN, RANDOM, LEAST_LOADED, CENTRAL = 0, 1, 2, 3
