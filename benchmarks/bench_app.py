@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.report import write_section
+from benchmarks.report import export_revision, write_section
 from benchmarks.tuning_session import run_tuning_session
 from workbench.screens.tune import TuneScreen
 
@@ -345,12 +345,7 @@ def compare(ref: str) -> None:
     interleaved in one run so both see the same machine load."""
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as folder:
-        before = Path(folder) / "before"
-        before.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", ref], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        before = export_revision(ref, Path(folder))
         home = Path(folder) / "home"
         home.mkdir()
         trees = {"before": before, "after": REPO}

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.bench_app import REPO, env
-from benchmarks.report import write_section
+from benchmarks.report import export_revision, write_section
 from benchmarks.tuning_session import CHILD_PRELUDE
 
 COMMAND = "python -m benchmarks.bench_serving_app"
@@ -226,12 +226,7 @@ def compare(ref: str) -> None:
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     kinds = ("max_num_batched_tokens", "max_num_seqs", "chunked_prefill")
     with tempfile.TemporaryDirectory() as folder:
-        before = Path(folder) / "before"
-        before.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(REPO), "archive", ref], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        before = export_revision(ref, Path(folder))
         home = Path(folder) / "home"
         home.mkdir()
         trees = {"before": before, "after": REPO}

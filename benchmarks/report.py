@@ -47,3 +47,18 @@ def write_section(name: str, title: str, command: str, body: str) -> None:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, BENCHMARKS_MD)
     print(section, file=sys.stdout)
+
+
+def export_revision(ref: str, folder: Path) -> Path:
+    """Git revision `ref` of this repository as plain files in `folder`/before (what a
+    `--compare REF` benchmark runs as its "before" tree, beside this one)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    before = folder / "before"
+    before.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", ref], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+    return before
