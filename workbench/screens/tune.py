@@ -340,27 +340,36 @@ class TuneScreen(LabScreen):
 
         working = self.workbench.working
         loaded, seed = subject(working).loaded, working.packet.seed
+        objective = search_objective(working.packet)
         self.deck.show_view("tune-pareto")
         self.compute(
-            "tune-search", lambda: run_search(loaded, SEARCH_TRIALS, seed, "p99"),
+            "tune-search", lambda: run_search(loaded, SEARCH_TRIALS, seed, objective),
             self.show_search, label="search",
         )  # fmt: skip
 
     def show_search(self, result) -> None:  # type: ignore[no-untyped-def]
         """Show the front: chart and numbered table."""
+        from triage.search import front_axes
         from workbench.lab.charts import pareto_chart
+        from workbench.lab.serving_tune import serving_pareto_chart
         from workbench.widgets.charts import Chart
 
         self.pareto = result.pareto
         self.pareto_index = None
         packet = self.workbench.working.packet
-        self.query_one("#pareto-chart", Chart).show(pareto_chart(self.pareto, packet))
+        serving = front_axes(self.pareto)[0] == "tpot_p95_ms"  # a serving front: TPOT vs TTFT
+        chart = (serving_pareto_chart if serving else pareto_chart)(self.pareto, packet)
+        self.query_one("#pareto-chart", Chart).show(chart)
         self.show_pareto_table()
 
     def show_pareto_table(self) -> None:
-        from .tune_views import pareto_view
+        from triage.search import front_axes
 
-        table = pareto_view(self.pareto, self.workbench.working.packet.baseline, self.pareto_index)
+        from .tune_views import pareto_view, serving_pareto_view
+
+        serving = front_axes(self.pareto)[0] == "tpot_p95_ms"
+        view = serving_pareto_view if serving else pareto_view
+        table = view(self.pareto, self.workbench.working.packet.baseline, self.pareto_index)
         self.query_one("#pareto-table", Static).update(table)
 
     def action_pareto_next(self) -> None:
@@ -501,6 +510,7 @@ class TuneScreen(LabScreen):
         self.query_one("#serving-engines", Static).update(engine_load_line(run, base))
         self.query_one("#load-chart", Chart).show(queue_chart(both))
         self.query_one("#tune-hbm", Chart).show(serving_hbm_chart(both))
+        self.request_extras()  # the worksheet and candidates of a serving packet read it
         self._decode_step_later()
 
     def show_preview(self, result: tuple[LabRun | LabPreview, LabRun]) -> None:
@@ -577,21 +587,34 @@ class TuneScreen(LabScreen):
             self.request_candidates()
 
     def request_worksheet(self) -> None:
-        """The fusion & tile-plan worksheet of the working configuration against the baseline."""
+        """The fusion & tile-plan worksheet of the working configuration against the baseline
+        (a serving packet's: per phase at its serving run's point, `serving_worksheet`)."""
         working = self.workbench.working
         target, base = self.working_subject(working), subject(working)
         lab = self.lab
+        if self.serving and is_serving(target) and is_serving(base):
+            from workbench.lab.serving_tune import cached_serving_worksheet, serving_worksheet
+
+            self.show_or_compute(
+                "tune-sheet", cached_serving_worksheet(target, base),
+                lambda: serving_worksheet(working, target, base, lab.serving_run(target)),
+                self.show_worksheet,
+            )  # fmt: skip
+            return
         found = lab.cached_worksheet(target, base)
         self.show_or_compute(
             "tune-sheet", found, lambda: lab.worksheet(target, base), self.show_worksheet
         )
 
     def show_worksheet(self, sheet: dict) -> None:
-        """Show the worksheet table."""
-        from .tune_views import worksheet_view
+        """Show the worksheet table (a serving worksheet's phases and iteration split)."""
+        from triage.serving_sheet import SCHEMA
+
+        from .tune_views import serving_worksheet_view, worksheet_view
 
         compact = self.has_class("-compact")
-        self.query_one("#worksheet-table", Static).update(worksheet_view(sheet, compact=compact))
+        view = serving_worksheet_view if sheet["schema"] == SCHEMA else worksheet_view
+        self.query_one("#worksheet-table", Static).update(view(sheet, compact=compact))
 
     def request_load_curves(self) -> None:
         """p99 vs load for the baseline and the working configuration, with progress."""
@@ -641,6 +664,17 @@ class TuneScreen(LabScreen):
         items = [(target, ", ".join(self.changes(packet)))] if target.name == WORKING else []
         items += [(subject(working, name=c.name), ", ".join(changed_knobs(packet, c.name)))
                   for c in packet.candidates]  # fmt: skip
+        if self.serving and all(is_serving(s) for s in (base, *(s for s, _ in items))):
+
+            def serving_job() -> tuple[list[tuple[ServingRun, str]], ServingRun]:
+                runs = [(lab.serving_run(item), knobs) for item, knobs in items]
+                return runs, lab.serving_run(base)
+
+            self.compute(
+                "tune-candidates", serving_job, self.show_serving_candidates,
+                label="candidate serving runs",
+            )  # fmt: skip
+            return
 
         def job() -> tuple[list[tuple[LabRun, str]], LabRun]:
             return [(lab.run(item), knobs) for item, knobs in items], lab.run(base)
@@ -653,3 +687,19 @@ class TuneScreen(LabScreen):
 
         rows, base = result
         self.query_one("#candidates-table", Static).update(candidates_view(rows, base))
+
+    def show_serving_candidates(
+        self, result: tuple[list[tuple[ServingRun, str]], ServingRun]
+    ) -> None:
+        """Show the candidates table of a serving packet (from their serving runs)."""
+        from .tune_views import serving_candidates_view
+
+        rows, base = result
+        self.query_one("#candidates-table", Static).update(serving_candidates_view(rows, base))
+
+
+def search_objective(packet: Packet) -> str:
+    """What f6's search minimizes: TPOT p95 on a serving packet with a TPOT target (as
+    `workbench search` defaults), else p99."""
+    serving = packet.baseline.batch_policy.scheduler == "continuous"
+    return "tpot_p95" if serving and packet.inputs.sla.tpot_p95_ms is not None else "p99"

@@ -1,4 +1,5 @@
-"""Rich renderings for the Tune step: the status lines, the worksheet and the candidates table."""
+"""Rich renderings for the Tune step: the status lines, the worksheet, the candidates and the
+Pareto tables (a serving packet's from its serving runs)."""
 
 from __future__ import annotations
 
@@ -139,6 +140,145 @@ def pareto_view(front: Sequence, baseline_config, chosen: int | None) -> Table:
             ("› " if i == chosen else "") + str(i + 1), str(t.number),
             f"{r['latency_p99_ms']:,.2f}", f"{r['latency_p95_ms']:,.2f}",
             f"{r['throughput_per_s']:,.1f}", "ok" if t.feasible else "miss",
+            ", ".join(knob_texts(baseline_config, t.config)) or "(baseline)",
+        )  # fmt: skip
+    return table
+
+
+# --- serving packets: the worksheet, candidates and Pareto views of the serving run --------
+
+
+def _signed(value: float | None, fmt: str) -> str:
+    return "" if value is None else f" ({format(value, '+' + fmt)})"
+
+
+def _value(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def _phase_table(sheet: dict, *, compact: bool) -> Table:
+    """One phase's kernels: ops, tiles, GFLOP, HBM MB, predicted us (one pass of the block),
+    bound and the shift against the baseline plan ('none' where the bound is the same)."""
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
+    table.add_column("kernel", overflow="fold")
+    table.add_column("tiles", overflow="fold")
+    table.add_column("GFLOP", justify="right", no_wrap=True)
+    table.add_column("MB", justify="right", no_wrap=True)
+    table.add_column("us", justify="right", no_wrap=True)
+    if not compact:
+        table.add_column("10-90%", justify="right", no_wrap=True)
+    table.add_column("bound", no_wrap=True)
+    table.add_column("shift", overflow="fold", min_width=7)
+    for kernel in sheet["kernels"]:
+        cells = [
+            "+".join(kernel["ops"]),
+            ", ".join(kernel["tiles"].values()) or "-",
+            f"{kernel['flops'] / 1e9:,.2f}",
+            f"{kernel['hbm_bytes'] / 1e6:,.1f}",
+            f"{kernel['time_us']:,.1f}",
+        ]
+        if not compact:
+            low, high = kernel["band_us"]
+            cells.append(f"{low:,.1f}-{high:,.1f}")
+        before, _, after = kernel["bottleneck_shift"].partition(" -> ")
+        cells += [kernel["bound"], "none" if before == after else kernel["bottleneck_shift"]]
+        table.add_row(*cells)
+    return table
+
+
+def serving_worksheet_view(sheet: dict, *, compact: bool) -> Group:
+    """A serving packet's worksheet (workbench.lab.serving_tune.serving_worksheet): the mixed
+    iteration's split (working plan, then the baseline plan), then per phase (prefill chunk,
+    decode step) its point, block time and kernels. Wraps, never cuts."""
+    point, split, base = (
+        sheet["point"],
+        sheet["iteration"]["working"],
+        sheet["iteration"]["baseline"],
+    )
+    chunk = f"chunk {point['chunk']:,}" if point["chunked"] else f"prompt {point['prompt_len']:,}"
+    head = Text()
+    head.append("Iteration: ", style="bold")
+    head.append(
+        f"{point['decode_batch']} decodes (KV {point['kv_len']:,}) + {chunk} tokens: "
+        f"{split.iteration_ms:,.2f} ms = decode step {split.decode_alone_ms:,.2f} + prefill "
+        f"{split.chunk_ms:,.2f}"
+        + (" (generic path)" if split.prefill_fallback else "")
+        + f" · baseline plan {base.iteration_ms:,.2f} ms ({base.decode_alone_ms:,.2f} + "
+        f"{base.chunk_ms:,.2f})"
+    )
+    parts: list = [head]
+    for phase, what in (
+        ("prefill", f"batch 1 x {chunk} tokens"),
+        ("decode", f"batch {point['decode_batch']} x KV {point['kv_len']:,}"),
+    ):
+        totals = sheet[phase]["totals"]
+        title = Text()
+        title.append(f"{phase.capitalize()} ", style="bold")
+        title.append(
+            f"({what}): block {totals['block_time_us']:,.1f} us (baseline "
+            f"{totals['baseline_block_time_us']:,.1f}) · {totals['launches_per_block']} "
+            f"launches (baseline {totals['baseline_launches_per_block']})"
+        )
+        parts += [title, _phase_table(sheet[phase], compact=compact)]
+    parts.append(
+        Text(
+            "Point: decodes by Little's law on the serving run, KV the mean over the mix's "
+            "decode steps, the most common prompt"
+            + (" cut to the token budget" if point["chunked"] else " whole")
+            + "; us per pass of the block, iteration ms over all layers.",
+            style="dim",
+        )
+    )
+    return Group(*parts)
+
+
+def serving_candidates_view(rows: Sequence[tuple[object, str]], baseline: object) -> Group:
+    """Per configuration, from its serving run: the SLA verdict (and what it misses), TTFT and
+    TPOT p95/p99, latency p99, tokens/s and preemptions, each with its change against the
+    baseline in brackets, then (dim) the knobs it changes. Wraps, never cuts."""
+    from workbench.lab.serving_tune import compare_serving
+
+    lines = [Text("Serving runs against the baseline: ms, tokens/s; changes in brackets")]
+    for run, knobs in rows:
+        c = compare_serving(run, baseline)  # type: ignore[arg-type]
+        d = c.changes
+        line = Text()
+        line.append(
+            "✓ " if c.meets_sla else "✗ ", style="bold green" if c.meets_sla else "bold red"
+        )
+        line.append(c.name, style="bold")
+        line.append(f" · SLA {'met' if c.meets_sla else 'missed: ' + ', '.join(c.misses)}\n")
+        line.append(
+            f"  TTFT p95 {_value(c.ttft_p95_ms, ',.1f')}{_signed(d['ttft_p95_ms'], ',.1f')} "
+            f"p99 {_value(c.ttft_p99_ms, ',.1f')}{_signed(d['ttft_p99_ms'], ',.1f')} · "
+            f"TPOT p95 {_value(c.tpot_p95_ms, ',.2f')}{_signed(d['tpot_p95_ms'], ',.2f')} "
+            f"p99 {_value(c.tpot_p99_ms, ',.2f')}{_signed(d['tpot_p99_ms'], ',.2f')}\n"
+            f"  latency p99 {_value(c.latency_p99_ms, ',.0f')}"
+            f"{_signed(d['latency_p99_ms'], ',.0f')} · "
+            f"{_value(c.tokens_per_s, ',.0f')} tokens/s{_signed(d['tokens_per_s'], ',.0f')} · "
+            f"{c.preemptions:,} preemptions{_signed(d['preemptions'], ',')}"
+        )
+        lines.append(line)
+        lines.append(Text(f"  {knobs or 'no knob changed'}", style="dim"))
+    return Group(*lines)
+
+
+def serving_pareto_view(front: Sequence, baseline_config, chosen: int | None) -> Table:  # type: ignore[no-untyped-def]
+    """A serving search's Pareto front as a table (TTFT and TPOT p95, tokens/s, preemptions,
+    SLA), numbered as f7 steps through it (the chosen row marked)."""
+    from triage.search import knob_texts
+
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
+    for name in ("#", "trial", "TTFT p95", "TPOT p95", "tokens/s", "preempt", "SLA"):
+        table.add_column(name, justify="left" if name == "SLA" else "right", no_wrap=True)
+    table.add_column("knobs", overflow="fold", ratio=1)
+    for i, t in enumerate(front):
+        r = t.row
+        table.add_row(
+            ("› " if i == chosen else "") + str(i + 1), str(t.number),
+            f"{r['ttft_p95_ms']:,.1f}", f"{r['tpot_p95_ms']:,.2f}",
+            _value(r["tokens_per_s"], ",.0f"), f"{r['preemptions']:,}",
+            "ok" if t.feasible else "miss",
             ", ".join(knob_texts(baseline_config, t.config)) or "(baseline)",
         )  # fmt: skip
     return table
