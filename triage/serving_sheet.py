@@ -11,7 +11,9 @@ from (`model.compiler.worksheet.worksheet`, no new cost terms):
 
 and one representative mixed iteration (those decodes plus that chunk) is priced from the run's
 own iteration table the way the scheduler prices it (`iteration_split`), split into the decode
-step alone and what the chunk adds to it (the prefill interference a decode step sees).
+step alone and what the chunk adds to it (the prefill interference a decode step sees), with
+the buckets the run pads it to (token count, chunk, the compiled attention bucket): the
+per-kernel rows are the plan at the point itself, the split what the run charges for it.
 
 The point comes from the serving run's summary and the packet's length mixes:
 
@@ -30,6 +32,7 @@ Times ms (the split) or us (per-kernel rows, one pass of the block), lengths tok
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,6 +123,11 @@ class IterationSplit:
         prefill_attention_ms: attention over the chunk.
         decode_alone_ms: the same decode steps without the chunk.
         prefill_fallback: the chunk is above every compiled bucket (generic path).
+        tokens_bucket: the token-count bucket the iteration's tokens are padded to.
+        chunk_bucket: the prefill-token bucket the chunk is padded to.
+        attention_shape: the seq_len the chunk's attention runs at: the smallest compiled
+            bucket >= chunk_bucket (chunk_bucket itself on the generic path or when every
+            length is compiled), as `IterationCosts` costs it.
     """
 
     token_parallel_ms: float
@@ -127,6 +135,9 @@ class IterationSplit:
     prefill_attention_ms: float
     decode_alone_ms: float
     prefill_fallback: bool
+    tokens_bucket: int
+    chunk_bucket: int
+    attention_shape: int
 
     @property
     def iteration_ms(self) -> float:
@@ -139,8 +150,11 @@ class IterationSplit:
         return self.iteration_ms - self.decode_alone_ms
 
 
-def iteration_split(table: IterationTable, point: SheetPoint) -> IterationSplit:
-    """`point`'s mixed iteration from `table` (ValueError when the table does not reach it)."""
+def iteration_split(
+    table: IterationTable, point: SheetPoint, compiled: Sequence[int] = ()
+) -> IterationSplit:
+    """`point`'s mixed iteration from `table` (ValueError when the table does not reach it);
+    `compiled`: the plan's compiled seq_len buckets (for `attention_shape`)."""
     d, kv, p = point.decode_batch, point.kv_len, point.chunk
     if (
         table.dec_attn_ms.shape[0] < d
@@ -158,7 +172,12 @@ def iteration_split(table: IterationTable, point: SheetPoint) -> IterationSplit:
     pre = float(table.pre_attn_ms[at(table.p_edges, p)])
     fallback = table.pre_fallback is not None and bool(table.pre_fallback[at(table.p_edges, p)])
     alone = float(table.lin_ms[at(table.m_edges, d)]) + dec
-    return IterationSplit(lin, dec, pre, alone, fallback)
+    chunk = int(table.p_edges[at(table.p_edges, p)])
+    above = sorted(int(c) for c in compiled if int(c) >= chunk)
+    shape = above[0] if above and not fallback else chunk
+    return IterationSplit(
+        lin, dec, pre, alone, fallback, int(table.m_edges[at(table.m_edges, d + p)]), chunk, shape
+    )
 
 
 def phase_worksheets(scenario: Scenario, baseline: Scenario, point: SheetPoint) -> dict:
@@ -225,7 +244,9 @@ def serving_worksheet(
         "point": dataclasses.asdict(point),
         **phase_worksheets(scenario, baseline, point),
         "iteration": {
-            "working": iteration_split(table, point),
-            "baseline": iteration_split(baseline_table, point),
+            "working": iteration_split(table, point, scenario.config.compiled_shapes.seq_len),
+            "baseline": iteration_split(
+                baseline_table, point, baseline.config.compiled_shapes.seq_len
+            ),
         },
     }

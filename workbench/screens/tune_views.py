@@ -201,10 +201,10 @@ def serving_worksheet_view(sheet: dict, *, compact: bool) -> Group:
     head.append(
         f"{point['decode_batch']} decodes (KV {point['kv_len']:,}) + {chunk} tokens: "
         f"{split.iteration_ms:,.2f} ms = decode step {split.decode_alone_ms:,.2f} + prefill "
-        f"{split.chunk_ms:,.2f}"
-        + (" (generic path)" if split.prefill_fallback else "")
-        + f" · baseline plan {base.iteration_ms:,.2f} ms ({base.decode_alone_ms:,.2f} + "
-        f"{base.chunk_ms:,.2f})"
+        f"{split.chunk_ms:,.2f} · baseline plan {base.iteration_ms:,.2f} ms "
+        f"({base.decode_alone_ms:,.2f} + {base.chunk_ms:,.2f}); the run pads the chunk to "
+        f"{split.chunk_bucket:,} tokens, its attention to "
+        + ("the generic path" if split.prefill_fallback else f"seq_len {split.attention_shape:,}")
     )
     parts: list = [head]
     for phase, what in (
