@@ -14,8 +14,10 @@ A serving packet (baseline `scheduler: continuous`) edits the continuous batch p
 the serving model (the run `workbench run` shows; the first key of a burst at once), its
 TTFT/TPOT against the baseline's in a status line, and its views replace the decode step's:
 KV-cache occupancy, TTFT, TPOT and latency by percentile against the serving SLA, per-engine
-load with the waiting queue, and HBM (weights + KV cache) per engine. The decode step's
-dynamic-batcher run (the status line's) follows once the serving run has landed.
+load with the waiting queue, and HBM (weights + KV cache) per engine; the worksheet (per
+phase at the serving run's point), the search's front (TPOT p95 against TTFT p95) and the
+candidates (their serving runs) read serving runs too (workbench/lab/serving_tune.py). The
+decode step's dynamic-batcher run (the status line's) follows once the serving run has landed.
 """
 
 from __future__ import annotations
