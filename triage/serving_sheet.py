@@ -231,19 +231,22 @@ def serving_worksheet(
     summary: dict,
     scenario: Scenario,
     baseline: Scenario,
-    table: IterationTable,
-    baseline_table: IterationTable,
+    table: IterationTable | None,
+    baseline_table: IterationTable | None,
 ) -> dict:
     """The serving worksheet of `scenario` against `baseline` (see the module docstring):
     {schema, point, prefill, decode, iteration: {working, baseline}} with the point from
     `summary` (the working configuration's serving run); `baseline_table` is the baseline
-    plan's iteration table at the working configuration's policy (`with_plan_of`)."""
+    plan's iteration table at the working configuration's policy (`with_plan_of`). With a
+    pinned service distribution (no table) `iteration` is None: the run prices no kernels."""
     point = sheet_point(summary, scenario.packet, scenario.config, int(scenario.hardware.cores))
     return {
         "schema": SCHEMA,
         "point": dataclasses.asdict(point),
         **phase_worksheets(scenario, baseline, point),
-        "iteration": {
+        "iteration": None
+        if table is None or baseline_table is None
+        else {
             "working": iteration_split(table, point, scenario.config.compiled_shapes.seq_len),
             "baseline": iteration_split(
                 baseline_table, point, baseline.config.compiled_shapes.seq_len

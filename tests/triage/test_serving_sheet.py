@@ -94,3 +94,26 @@ def test_the_split_charges_the_chunk_what_the_scheduler_charges_a_decode_step(se
     assert split.chunk_ms == pytest.approx(interference, rel=1e-12)
     assert split.iteration_ms == pytest.approx(split.decode_alone_ms + split.chunk_ms)
     assert split.chunk_bucket >= prompt and split.attention_shape >= split.chunk_bucket
+
+
+def test_a_pinned_service_has_phases_but_no_iteration_split(serving) -> None:  # type: ignore[no-untyped-def]
+    """Pinned iteration times price no kernels: the worksheet still reads the plan per phase,
+    and says there is no split rather than inventing one."""
+    from packets.schema import DistributionService
+    from triage.serving_sheet import serving_worksheet
+
+    pinned = serving.packet.baseline.model_copy(
+        update={"service": DistributionService(source="distribution", dist="exponential",
+                                               mean_ms=20.0)}
+    )  # fmt: skip
+    scenario = build_scenario(serving, config=pinned)
+    assert scenario.iteration_table is None
+    summary = {"throughput_per_s": 10.0, "latency_ms": {"mean": 3200.0}, "ttft_ms": {"mean": 200.0}}
+    sheet = serving_worksheet(summary, scenario, scenario, None, None)
+    assert sheet["iteration"] is None
+    assert sheet["decode"]["point"] == {
+        "batch": 30,
+        "seq_len": sheet["point"]["kv_len"],
+        "tokens": 30,
+    }
+    assert sheet["prefill"]["point"]["seq_len"] == sheet["point"]["chunk"] == 1020

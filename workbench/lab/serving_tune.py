@@ -57,10 +57,8 @@ def serving_worksheet(
     if found is not None:
         return found
     scenario = target.scenario
-    table = scenario.iteration_table
-    if table is None:
-        raise ValueError("a pinned service distribution has no kernels to put in a worksheet")
-    if same_plan(target.config, base.config):
+    table = scenario.iteration_table  # None: a pinned service distribution
+    if table is None or same_plan(target.config, base.config):
         base_table = table
     else:
         hybrid = with_plan_of(target.config, base.config)

@@ -190,22 +190,24 @@ def serving_worksheet_view(sheet: dict, *, compact: bool) -> Group:
     """A serving packet's worksheet (workbench.lab.serving_tune.serving_worksheet): the mixed
     iteration's split (working plan, then the baseline plan), then per phase (prefill chunk,
     decode step) its point, block time and kernels. Wraps, never cuts."""
-    point, split, base = (
-        sheet["point"],
-        sheet["iteration"]["working"],
-        sheet["iteration"]["baseline"],
-    )
+    point, iteration = sheet["point"], sheet["iteration"]
     chunk = f"chunk {point['chunk']:,}" if point["chunked"] else f"prompt {point['prompt_len']:,}"
     head = Text()
     head.append("Iteration: ", style="bold")
-    head.append(
-        f"{point['decode_batch']} decodes (KV {point['kv_len']:,}) + {chunk} tokens: "
-        f"{split.iteration_ms:,.2f} ms = decode step {split.decode_alone_ms:,.2f} + prefill "
-        f"{split.chunk_ms:,.2f} · baseline plan {base.iteration_ms:,.2f} ms "
-        f"({base.decode_alone_ms:,.2f} + {base.chunk_ms:,.2f}); the run pads the chunk to "
-        f"{split.chunk_bucket:,} tokens, its attention to "
-        + ("the generic path" if split.prefill_fallback else f"seq_len {split.attention_shape:,}")
-    )
+    if iteration is None:
+        head.append("service times are pinned (a distribution): the run prices no kernels")
+    else:
+        split, base = iteration["working"], iteration["baseline"]
+        attention = (
+            "the generic path" if split.prefill_fallback else f"seq_len {split.attention_shape:,}"
+        )
+        head.append(
+            f"{point['decode_batch']} decodes (KV {point['kv_len']:,}) + {chunk} tokens: "
+            f"{split.iteration_ms:,.2f} ms = decode step {split.decode_alone_ms:,.2f} + prefill "
+            f"{split.chunk_ms:,.2f} · baseline plan {base.iteration_ms:,.2f} ms "
+            f"({base.decode_alone_ms:,.2f} + {base.chunk_ms:,.2f}); the run pads the chunk to "
+            f"{split.chunk_bucket:,} tokens, its attention to {attention}"
+        )
     parts: list = [head]
     for phase, what in (
         ("prefill", f"batch 1 x {chunk} tokens"),
