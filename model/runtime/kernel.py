@@ -27,6 +27,14 @@ The service tables have a leading level axis: level c - 1 holds the plan's times
 when c cores are busy (each holding 1/c of the shared cache); a batch takes the level of the
 cores busy at its dispatch, itself included (level 0 when contention is off).
 Times are ms, bandwidth bytes per ms.
+
+Division: the kernels compile with numba's numpy error model (`ERRORS`). The default (Python)
+model tests every float division's divisor for zero, to raise ZeroDivisionError, a compare
+and branch on the hot path (~20% of a contention run's kernel time on 2026-12-01,
+benchmarks.bench_runtime's re-runs of `mapping-dynamic-shapes`). Every division here has a
+non-zero divisor by construction (guarded by the branch it sits in: b_compute > 0, b_memory > 0,
+demand > level > 0, rate in (0, 1], a positive active count), and where the divisor is non-zero
+both models compute the same IEEE quotient, so the results are the same bits.
 """
 
 from __future__ import annotations
@@ -36,9 +44,10 @@ import numpy as np
 from model.runtime.jit import njit
 
 IDLE, FIXED, COMPUTE, MEMORY = 0, 1, 2, 3
+ERRORS = "numpy"  # see "Division" above
 
 
-@njit(cache=True)
+@njit(cache=True, error_model=ERRORS)
 def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
     """Time the lane's next batch may go: full (B-th request arrived) or the oldest's timer."""
     if count[lane] == 0:
@@ -53,7 +62,7 @@ def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
     return min(arrival[j], timer)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model=ERRORS)
 def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, contention):
     """Share `capacity` max-min fairly among the demands of the stretchable phases (core k's
     phase just changed at time t): set each core's progress rate (fraction of its own speed),
@@ -82,7 +91,7 @@ def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, 
                 if phase[q] >= COMPUTE and 0 < demand[q] <= level:
                     kept += demand[q]
                     count += 1
-            if count == satisfied:
+            if count in (satisfied, active):  # no change, or all satisfied (only by rounding)
                 break
             satisfied = count
             level = (capacity - kept) / (active - count)
@@ -99,7 +108,7 @@ def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, 
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model=ERRORS)
 def simulate_kernel(
     arrival,
     req_col,
@@ -500,7 +509,7 @@ def warm_up() -> None:
     )
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model=ERRORS)
 def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms, n_cores, pooled):
     """Single-request FIFO with pinned service: the event loop's results for max_batch 1 with
     central-queue (pooled: the core free first, lowest index on ties), round-robin or random
