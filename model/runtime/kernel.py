@@ -466,7 +466,7 @@ def simulate_kernel(
 def warm_up() -> None:
     """Compile (or load from cache) the kernels on a tiny run, so the app's first frame never
     waits on numba: call it from a background worker at start-up. The argument types must be
-    the ones `model.runtime.simulate.run_kernel` passes (else the first real run compiles again;
+    the ones `model.runtime.simulate` passes (else the first real run compiles again;
     tests/runtime/test_memory.py checks)."""
     n = 4
     fifo_kernel(
@@ -507,6 +507,10 @@ def warm_up() -> None:
         1.0,
         True,
     )
+    measured_order_stats(
+        np.ones(n), np.zeros(n, np.int32), False, np.zeros(n), 1, np.array([0, 2], np.int64)
+    )
+    search_right(np.arange(float(n)), np.ones(n))
 
 
 @njit(cache=True, nogil=True, error_model=ERRORS)
@@ -537,3 +541,74 @@ def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms,
         core[i] = k
         free[k] = s + fixed
     return start, finish, core
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
+    """Order statistics of the measured latencies, without a per-request array left behind.
+
+    finish: per-batch completion, ms (per request when `identity`: request i is batch i).
+    req_batch: (N,) int32 batch of each request (not read when `identity`; -1: unserved).
+    arrival: (N,) float64 arrival, ms. first: the first measured request.
+    ranks: (R,) int64 0-based ranks into the ascending order of the N - first measured
+        latencies, each in [0, N - first).
+
+    Returns (R,) float64: the latency (finish - arrival, ms: the same subtraction as
+    `simulate_latency_ms`) at each rank, or an empty array when a request was left unserved
+    (only with an empty core set: a caller bug, raised by the caller).
+    """
+    n = arrival.shape[0]
+    if not identity:
+        for i in range(n):
+            if req_batch[i] < 0:
+                return np.empty(0)
+    latency = np.empty(n - first)
+    for i in range(first, n):
+        b = i if identity else req_batch[i]
+        latency[i - first] = finish[b] - arrival[i]
+    ordered = np.partition(latency, ranks)  # each rank holds its order statistic
+    out = np.empty(ranks.shape[0])
+    for j in range(ranks.shape[0]):
+        out[j] = ordered[ranks[j]]
+    return out
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def search_right(values, keys):
+    """np.searchsorted(values, keys, side="right") for ascending `values` without NaN, fast
+    when the keys mostly ascend (the start and ready times of requests in arrival order):
+    each search gallops on from the previous key's answer when the key did not decrease
+    (every value before that answer is <= the previous key <= this one), else starts again
+    from 0. A NaN key sorts after every value, as in numpy. Returns (K,) int64, the count of
+    values <= each key."""
+    n = values.shape[0]
+    out = np.empty(keys.shape[0], np.int64)
+    lo = 0
+    previous = -np.inf
+    for j in range(keys.shape[0]):
+        v = keys[j]
+        if v != v:  # NaN
+            out[j] = n
+            continue
+        if v < previous:
+            lo = 0
+        if lo < n and values[lo] <= v:  # gallop to a bracket (last <= v, first > v or n]
+            last = lo
+            step = 1
+            hi = lo + 1
+            while hi < n and values[hi] <= v:
+                last = hi
+                step *= 2
+                hi = last + step
+            left = last + 1
+            right = min(hi, n)
+            while left < right:
+                mid = (left + right) >> 1
+                if values[mid] <= v:
+                    left = mid + 1
+                else:
+                    right = mid
+            lo = left
+        out[j] = lo
+        previous = v
+    return out
