@@ -543,6 +543,51 @@ def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms,
     return start, finish, core
 
 
+@njit(cache=True, error_model=ERRORS)
+def _select(a, k):
+    """Reorder `a` in place so that a[k] is its k-th smallest value, a[:k] <= a[k] <= a[k + 1:]
+    (Wirth's selection: Hoare partitions around a median-of-three pivot, keeping the side
+    that holds k). Expected linear time; after 2 log2(n) + 8 partitions (ill-suited pivots)
+    the remaining span is sorted instead, so never worse than n log n. Values without NaN."""
+    lo = 0
+    hi = a.shape[0] - 1
+    budget = 8
+    m = a.shape[0]
+    while m > 1:
+        budget += 2
+        m >>= 1
+    while hi > lo:
+        if budget == 0:
+            a[lo : hi + 1].sort()
+            return
+        budget -= 1
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+            if a[mid] < a[lo]:
+                a[mid], a[lo] = a[lo], a[mid]
+        pivot = a[mid]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while pivot < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return  # j < k < i: a[k] equals the pivot, in place
+
+
 @njit(cache=True, nogil=True, error_model=ERRORS)
 def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
     """Order statistics of the measured latencies, without a per-request array left behind.
@@ -550,12 +595,14 @@ def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
     finish: per-batch completion, ms (per request when `identity`: request i is batch i).
     req_batch: (N,) int32 batch of each request (not read when `identity`; -1: unserved).
     arrival: (N,) float64 arrival, ms. first: the first measured request.
-    ranks: (R,) int64 0-based ranks into the ascending order of the N - first measured
-        latencies, each in [0, N - first).
+    ranks: (R,) int64 ascending 0-based ranks into the ascending order of the N - first
+        measured latencies, each in [0, N - first).
 
     Returns (R,) float64: the latency (finish - arrival, ms: the same subtraction as
     `simulate_latency_ms`) at each rank, or an empty array when a request was left unserved
-    (only with an empty core set: a caller bug, raised by the caller).
+    (only with an empty core set: a caller bug, raised by the caller). The values are the
+    order statistics themselves, whatever the algorithm: the lowest rank is selected in place
+    (`_select`), then only the values above it are sorted (the top 5% for a p95).
     """
     n = arrival.shape[0]
     if not identity:
@@ -566,10 +613,11 @@ def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
     for i in range(first, n):
         b = i if identity else req_batch[i]
         latency[i - first] = finish[b] - arrival[i]
-    ordered = np.partition(latency, ranks)  # each rank holds its order statistic
+    _select(latency, ranks[0])
+    latency[ranks[0] + 1 :].sort()
     out = np.empty(ranks.shape[0])
     for j in range(ranks.shape[0]):
-        out[j] = ordered[ranks[j]]
+        out[j] = latency[ranks[j]]
     return out
 
 

@@ -247,12 +247,13 @@ class KernelArrays(NamedTuple):
 def fifo_path_applies(config: RuntimeConfig, plan: QueuePlan, columns: ShapeColumns) -> bool:
     """True when the run is single-request FIFO with fixed or pooled dispatch and nothing
     state-dependent beyond it: pinned service, max_batch 1, no compile stall to pay."""
-    stalls = config.fallback.compile_stall_ms > 0 and bool(np.any(columns.fallback[plan.req_col]))
-    return (
+    return (  # the per-request look-up last, only when the rest holds
         config.service.source == "distribution"
         and int(config.batch_policy.max_batch) == 1
         and config.placement in FIXED_DISPATCH
-        and not stalls
+        and not (
+            config.fallback.compile_stall_ms > 0 and bool(np.any(columns.fallback[plan.req_col]))
+        )
     )
 
 
@@ -265,10 +266,12 @@ def kernel_args(
     *,
     allow_fifo: bool = True,
     timeline: bool = True,
+    grids: tuple | None = None,
 ) -> tuple[bool, tuple]:
     """(fifo, arguments) of the run's kernel call: `model.runtime.kernel.fifo_kernel`'s when
     fifo (the single-request FIFO loop applies and is allowed), else `simulate_kernel`'s (with
-    `timeline` False a latency-only run: see run_kernel)."""
+    `timeline` False a latency-only run: see run_kernel). `grids`: `table_grids` of the
+    table when the caller has them."""
     arrival = np.ascontiguousarray(stream.arrival_ms, dtype=np.float64)
     draws = np.ascontiguousarray(stream.service_draw_ms, dtype=np.float64)
     fallback = np.ascontiguousarray(columns.fallback, dtype=np.bool_)
@@ -280,15 +283,9 @@ def kernel_args(
             int(config.hardware.cores), pooled,
         )  # fmt: skip
     big_b = int(config.batch_policy.max_batch)
-    if table is None:
-        size_row = np.zeros(big_b + 1, dtype=np.int64)
-        grids = [np.zeros((1, 1, len(columns.shapes))) for _ in range(5)]
-    else:
-        size_row = table_rows(table, big_b)
-        names = ("launch_ms", "compute_bound_ms", "memory_bound_ms", "memory_bound_bytes")
-        grids = [np.ascontiguousarray(level_stack(table, name)) for name in names]
-        compute_bytes = level_stack(table, "hbm_bytes") - grids[3]  # moved by compute-bound
-        grids.append(np.ascontiguousarray(np.maximum(compute_bytes, 0.0)))
+    if grids is None:
+        grids = table_grids(table, big_b, len(columns.shapes))
+    size_row, *grids = grids
     return False, (
         arrival, plan.req_col, plan.req_sub, plan.req_base, plan.req_est_ms, draws,
         plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
@@ -296,6 +293,21 @@ def kernel_args(
         table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
         overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6, timeline,
     )  # fmt: skip
+
+
+def table_grids(table: ServiceTable | None, max_batch: int, n_shapes: int) -> tuple:
+    """(size_row, launch, compute, memory, memory bytes, compute bytes) as the event loop reads
+    them: the (max_batch + 1,) int64 table row of each batch size and five (L, B, S) float64
+    grids per busy-core level (ms; bytes moved by the memory- and compute-bound kernels).
+    Pinned service (no table): zeros, one level, one row, n_shapes columns."""
+    if table is None:
+        zeros = [np.zeros((1, 1, n_shapes)) for _ in range(5)]
+        return (np.zeros(max_batch + 1, dtype=np.int64), *zeros)
+    names = ("launch_ms", "compute_bound_ms", "memory_bound_ms", "memory_bound_bytes")
+    grids = [np.ascontiguousarray(level_stack(table, name)) for name in names]
+    compute_bytes = level_stack(table, "hbm_bytes") - grids[3]  # moved by compute-bound
+    grids.append(np.ascontiguousarray(np.maximum(compute_bytes, 0.0)))
+    return (table_rows(table, max_batch), *grids)
 
 
 def run_kernel(
@@ -497,10 +509,21 @@ class SharedInputs:
         arrays: per-request arguments by (dtype, shape): a run's argument with the same bytes
             as one of them is replaced by it (every run's shape column; the work estimates of
             runs with the same table), so the runs in flight hold one copy.
+        grids: (table, (max_batch, shapes), `table_grids`) of each table a run used.
     """
 
     plans: list = field(default_factory=list)
     arrays: dict = field(default_factory=dict)
+    grids: list = field(default_factory=list)
+
+    def table_grids(self, table, max_batch: int, n_shapes: int) -> tuple:
+        """`table_grids`, reused from a run built before with the same table and sizes."""
+        for tab, key, grids in self.grids:
+            if tab is table and key == (max_batch, n_shapes):
+                return grids
+        grids = table_grids(table, max_batch, n_shapes)
+        self.grids.append((table, (max_batch, n_shapes), grids))
+        return grids
 
     def columns_and_plan(self, config, table, stream) -> tuple[ShapeColumns, QueuePlan]:
         """`shape_columns` and `plan_queues` of a run, reused from a run built before when
@@ -542,10 +565,13 @@ def prepare_latency_run(
     if shared is None:
         columns = shape_columns(config, table)
         plan = plan_queues(config, columns, stream)
+        grids = None
     else:
         columns, plan = shared.columns_and_plan(config, table, stream)
+        big_b = int(config.batch_policy.max_batch)
+        grids = shared.table_grids(table, big_b, len(columns.shapes))
     fifo, args = kernel_args(config, table, columns, plan, stream, allow_fifo=allow_fifo,
-                             timeline=False)  # fmt: skip
+                             timeline=False, grids=grids)  # fmt: skip
     if shared is not None:
         n = len(stream.arrival_ms)
         args = tuple(shared.same_bytes(a) if _per_request(a, n) else a for a in args)
