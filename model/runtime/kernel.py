@@ -601,8 +601,9 @@ def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
     Returns (R,) float64: the latency (finish - arrival, ms: the same subtraction as
     `simulate_latency_ms`) at each rank, or an empty array when a request was left unserved
     (only with an empty core set: a caller bug, raised by the caller). The values are the
-    order statistics themselves, whatever the algorithm: the lowest rank is selected in place
-    (`_select`), then only the values above it are sorted (the top 5% for a p95).
+    order statistics themselves, whatever the algorithm: those at or above a sampled cut-off
+    sorted (`top_order_stats`), else the lowest rank selected in place (`_select`) and only
+    the values above it sorted.
     """
     n = arrival.shape[0]
     if not identity:
@@ -613,11 +614,64 @@ def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
     for i in range(first, n):
         b = i if identity else req_batch[i]
         latency[i - first] = finish[b] - arrival[i]
+    out = top_order_stats(latency, ranks)
+    if out.shape[0] == ranks.shape[0]:
+        return out
     _select(latency, ranks[0])
     latency[ranks[0] + 1 :].sort()
     out = np.empty(ranks.shape[0])
     for j in range(ranks.shape[0]):
         out[j] = latency[ranks[j]]
+    return out
+
+
+SAMPLE = 1024  # values top_order_stats samples to place its cut-off
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def top_order_stats(values, ranks):
+    """The values at ascending 0-based `ranks` of the ascending order of `values` (no NaN),
+    read from the values at or above a cut-off: (R,) float64, or an empty array when the
+    cut-off turned out too high (the caller then selects in the whole array).
+
+    For the high ranks of a tail percentile that is a small share: the cut-off is the sample
+    quantile (every len/SAMPLE-th value, sorted) of the lowest rank, lowered by 4 sample
+    standard deviations of a binomial count plus 8 samples; one branch-free pass counts the
+    values below it and one copies those at or above it, which are sorted. When no more
+    values than the lowest rank lie below the cut-off, the sorted order of all values is the
+    values below followed by the sorted copy, so rank r is the copy's entry r - below:
+    exact, whatever the sample. (A sort-free selection costs ~10 ns a value in unpredictable
+    branches: ~3x this for an 18,000-request run's p95 and p99.)
+    """
+    m = values.shape[0]
+    r0 = ranks[0]
+    step = max(1, m // SAMPLE)
+    sample = values[::step].copy()
+    sample.sort()
+    ns = sample.shape[0]
+    share = r0 / m
+    margin = int(4.0 * np.sqrt(ns * share * (1.0 - share))) + 8
+    s = int(share * ns) - margin
+    if s <= 0:
+        return np.empty(0)
+    cutoff = sample[s]
+    above = 0
+    for i in range(m):
+        above += values[i] >= cutoff
+    below = m - above
+    if below > r0:
+        return np.empty(0)
+    top = np.empty(above + 1)  # one spare slot: every value is stored, the count moves on
+    c = 0
+    for i in range(m):
+        v = values[i]
+        top[c] = v
+        c += v >= cutoff
+    top = top[:above]
+    top.sort()
+    out = np.empty(ranks.shape[0])
+    for j in range(ranks.shape[0]):
+        out[j] = top[ranks[j] - below]
     return out
 
 

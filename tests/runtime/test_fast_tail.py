@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from model.runtime.inputs import PLACEMENTS, Fallback, ServiceSpec
-from model.runtime.kernel import measured_order_stats, search_right, warm_up
+from model.runtime.kernel import measured_order_stats, search_right, top_order_stats, warm_up
 from model.runtime.queues import plan_queues, shape_columns
 from model.runtime.simulate import SharedInputs, prepare_latency_run, simulate
 from model.runtime.stats import interpolate_percentiles, measured, percentile_ranks
@@ -93,6 +93,37 @@ def test_order_stats_are_the_sorted_latencies(finish, first, data) -> None:
         latency = (finish if identity else finish[batch])[first:] - arrival[first:]
         got = measured_order_stats(finish, req_batch, identity, arrival, first, ranks)
         np.testing.assert_array_equal(bits(got), bits(np.sort(latency)[ranks]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 6000),
+    st.sampled_from(["exponential", "rounded", "ascending", "descending", "constant"]),
+    st.floats(0.0, 1.0),
+    st.integers(0, 2**32 - 1),
+)
+def test_top_order_stats_are_exact_above_the_cutoff(m, kind, lowest, seed) -> None:
+    """The sampled cut-off path: where it answers, the sorted values at the ranks, exactly,
+    ties (rounded, constant) and sorted inputs included; tail ranks of a few thousand values
+    (a p95 and p99) are answered by it, not the fallback selection."""
+    rng = np.random.default_rng(seed)
+    x = {
+        "exponential": rng.exponential(size=m),
+        "rounded": np.round(rng.exponential(size=m), 1),
+        "ascending": np.sort(rng.exponential(size=m)),
+        "descending": np.sort(rng.exponential(size=m))[::-1].copy(),
+        "constant": np.full(m, 2.5),
+    }[kind]
+    r0 = int(lowest * (m - 1))
+    ranks = np.unique(np.concatenate([[r0], rng.integers(r0, m, 3)])).astype(np.int64)
+    got = top_order_stats(x, ranks)
+    if len(got):
+        np.testing.assert_array_equal(bits(got), bits(np.sort(x)[ranks]))
+    below, above, _ = percentile_ranks(m, (95.0, 99.0))
+    tail_ranks = np.unique(np.concatenate([below, above]))
+    if m >= 2000:
+        got = top_order_stats(x, tail_ranks)
+        np.testing.assert_array_equal(bits(got), bits(np.sort(x)[tail_ranks]))
 
 
 @st.composite
