@@ -511,6 +511,7 @@ def warm_up() -> None:
         np.ones(n), np.zeros(n, np.int32), False, np.zeros(n), 1, np.array([0, 2], np.int64)
     )
     search_right(np.arange(float(n)), np.ones(n))
+    idle_timeline(np.arange(float(n)), np.arange(n), 2, 1)
 
 
 @njit(cache=True, nogil=True, error_model=ERRORS)
@@ -679,38 +680,77 @@ def top_order_stats(values, ranks):
 def search_right(values, keys):
     """np.searchsorted(values, keys, side="right") for ascending `values` without NaN, fast
     when the keys mostly ascend (the start and ready times of requests in arrival order):
-    each search gallops on from the previous key's answer when the key did not decrease
-    (every value before that answer is <= the previous key <= this one), else starts again
-    from 0. A NaN key sorts after every value, as in numpy. Returns (K,) int64, the count of
-    values <= each key."""
+    each search gallops from the previous key's answer, right when the key did not decrease
+    (every value before that answer is <= the previous key <= this one), left when it did
+    (every value from that answer on is > the previous key > this one), then bisects the
+    bracket: O(log d) for a key d values away from the previous answer. A NaN key sorts after
+    every value, as in numpy. Returns (K,) int64, the count of values <= each key."""
     n = values.shape[0]
     out = np.empty(keys.shape[0], np.int64)
-    lo = 0
+    lo = 0  # the previous key's answer
     previous = -np.inf
     for j in range(keys.shape[0]):
         v = keys[j]
         if v != v:  # NaN
             out[j] = n
             continue
-        if v < previous:
-            lo = 0
-        if lo < n and values[lo] <= v:  # gallop to a bracket (last <= v, first > v or n]
-            last = lo
+        if v >= previous:  # answer in [lo, n]: values[:lo] <= v
+            left = lo
+            right = n
             step = 1
-            hi = lo + 1
-            while hi < n and values[hi] <= v:
-                last = hi
+            while left + step - 1 < n and values[left + step - 1] <= v:
+                left += step
                 step *= 2
-                hi = last + step
-            left = last + 1
-            right = min(hi, n)
-            while left < right:
-                mid = (left + right) >> 1
-                if values[mid] <= v:
-                    left = mid + 1
-                else:
-                    right = mid
-            lo = left
+            right = min(left + step - 1, n)
+        else:  # answer in [0, lo]: values[lo:] > v
+            right = lo
+            left = 0
+            step = 1
+            while right - step >= 0 and values[right - step] > v:
+                right -= step
+                step *= 2
+            left = max(right - step + 1, 0)
+        while left < right:  # first index in [left, right) with a value > v, else right
+            mid = (left + right) >> 1
+            if values[mid] <= v:
+                left = mid + 1
+            else:
+                right = mid
+        lo = left
         out[j] = lo
         previous = v
     return out
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def idle_timeline(times, order, n_batches, n_cores):
+    """Where at least one core is idle, from batch starts and finishes in one pass.
+
+    times: (2B,) float64 batch starts then finishes, ms; order: (2B,) int64 their stable
+    ascending order (np.argsort kind="stable": at equal times starts first, each kind in batch
+    order); n_batches: B.
+
+    Returns (event times ascending, cumulative idle-time at them, idle flag from each time on):
+    the arrays `model.runtime.tail.idle_core_time` defines with numpy (busy count = cumulative
+    sum of +1 a start, -1 a finish; idle = busy < n_cores as 1.0 or 0.0; cumulative = 0, then
+    the running sum of idle[i] * (t[i + 1] - t[i]), the same products added in the same order
+    as np.cumsum), so the same bits.
+    """
+    m = order.shape[0]
+    t = np.empty(m)
+    idle = np.empty(m)
+    busy = 0
+    for j in range(m):
+        o = order[j]
+        t[j] = times[o]
+        busy += 1 if o < n_batches else -1
+        idle[j] = 1.0 if busy < n_cores else 0.0
+    cumulative = np.empty(max(m, 1))
+    cumulative[0] = 0.0
+    if m > 1:
+        acc = idle[0] * (t[1] - t[0])
+        cumulative[1] = acc
+        for j in range(1, m - 1):
+            acc = acc + idle[j] * (t[j + 1] - t[j])
+            cumulative[j + 1] = acc
+    return t, cumulative, idle

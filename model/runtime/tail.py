@@ -83,19 +83,19 @@ def rerun_tail(run: LatencyRun, first: int) -> tuple[float, float]:
 
 def idle_core_time(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where at least one core is idle: (event times, cumulative idle-time at them, idle flag
-    from each time on). A pooled queue would have used such a core at once."""
+    from each time on). A pooled queue would have used such a core at once.
+
+    The events are the batch starts and finishes in stable time order; busy cores after each =
+    cumulative sum of +1 a start, -1 a finish (exact); idle = busy < cores (1.0 or 0.0);
+    cumulative = 0, then np.cumsum(idle[:-1] * np.diff(times)). One numba pass after the sort
+    (`model.runtime.kernel.idle_timeline`, the same bits; tests/runtime/test_fast_tail.py).
+    """
+    from model.runtime.kernel import idle_timeline  # numba loads only here
+
     b = result.batches
     times = np.concatenate([b.start_ms, b.finish_ms])
-    nb = len(b.start_ms)
-    delta = np.concatenate([np.ones(nb, np.int8), np.full(nb, -1, np.int8)])  # +1 start, -1 end
     order = np.argsort(times, kind="stable")
-    times = times[order]
-    busy = np.cumsum(delta[order], dtype=np.int64)  # exact: busy cores after each event
-    del order, delta
-    idle = (busy < int(result.config.hardware.cores)).astype(np.float64)
-    del busy
-    cumulative = np.concatenate([[0.0], np.cumsum(idle[:-1] * np.diff(times))])
-    return times, cumulative, idle
+    return idle_timeline(times, order, len(b.start_ms), int(result.config.hardware.cores))
 
 
 def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:

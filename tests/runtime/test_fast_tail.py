@@ -18,7 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from model.runtime.inputs import PLACEMENTS, Fallback, ServiceSpec
-from model.runtime.kernel import measured_order_stats, search_right, top_order_stats, warm_up
+from model.runtime.kernel import (
+    idle_timeline,
+    measured_order_stats,
+    search_right,
+    top_order_stats,
+    warm_up,
+)
 from model.runtime.queues import plan_queues, shape_columns
 from model.runtime.simulate import SharedInputs, prepare_latency_run, simulate
 from model.runtime.stats import interpolate_percentiles, measured, percentile_ranks
@@ -72,6 +78,36 @@ def test_search_right_is_numpys_searchsorted(values, keys, ascending) -> None:
     v = np.sort(np.asarray(values, np.float64))
     k = np.asarray(sorted(keys) if ascending else keys, np.float64)
     np.testing.assert_array_equal(search_right(v, k), np.searchsorted(v, k, side="right"))
+
+
+def idle_core_time_numpy(start, finish, cores):
+    """The idle-core timeline as numpy defines it (the reference for idle_timeline)."""
+    times = np.concatenate([start, finish])
+    nb = len(start)
+    delta = np.concatenate([np.ones(nb, np.int8), np.full(nb, -1, np.int8)])
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    busy = np.cumsum(delta[order], dtype=np.int64)
+    idle = (busy < cores).astype(np.float64)
+    cumulative = np.concatenate([[0.0], np.cumsum(idle[:-1] * np.diff(times))])
+    return times, cumulative, idle
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 6)), min_size=1, max_size=60),
+    st.integers(1, 4),
+    st.floats(0.01, 10.0),
+)
+def test_idle_timeline_is_the_numpy_definition(batches, cores, scale) -> None:
+    """One numba pass gives the numpy definition's event times, cumulative idle time and idle
+    flags to the bit: ties between starts and finishes, zero-length batches, any core count."""
+    start = np.sort(np.array([s for s, _ in batches], np.float64)) * scale
+    finish = start + np.array([d for _, d in batches], np.float64) * scale / 3
+    times = np.concatenate([start, finish])
+    got = idle_timeline(times, np.argsort(times, kind="stable"), len(start), cores)
+    for g, w in zip(got, idle_core_time_numpy(start, finish, cores), strict=True):
+        np.testing.assert_array_equal(bits(g), bits(w))
 
 
 @settings(max_examples=200, deadline=None)
@@ -239,7 +275,8 @@ def test_large_runs_build_their_reruns_one_at_a_time(monkeypatch) -> None:
 
 
 def test_warm_up_compiles_the_tail_kernels_once() -> None:
-    """The order-statistics and search kernels: warm_up compiles the signatures runs use."""
+    """The order-statistics, search and idle-timeline kernels: warm_up compiles the
+    signatures runs use (else a run's summary would wait on a numba compile)."""
     warm_up()
     rng = np.random.default_rng(6)
     table = random_table(rng, 2, SHAPES, (64,))
@@ -252,3 +289,4 @@ def test_warm_up_compiles_the_tail_kernels_once() -> None:
         summarize(result, None if pinned else table)
     assert len(measured_order_stats.signatures) == 1, measured_order_stats.signatures
     assert len(search_right.signatures) == 1, search_right.signatures
+    assert len(idle_timeline.signatures) == 1, idle_timeline.signatures
