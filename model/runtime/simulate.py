@@ -503,8 +503,8 @@ class SharedInputs:
     """What latency-only runs built together share, filled as they are built.
 
     Attributes:
-        plans: (config with contention off, table, shape columns, queue plan) of each run
-            built: `shape_columns` and `plan_queues` never read `contention` (the kernel
+        plans: (config with contention off, table, stream, shape columns, queue plan) of each
+            run built: `shape_columns` and `plan_queues` never read `contention` (the kernel
             does), so a run differing only there reuses them.
         arrays: per-request arguments by (dtype, shape): a run's argument with the same bytes
             as one of them is replaced by it (every run's shape column; the work estimates of
@@ -527,14 +527,16 @@ class SharedInputs:
 
     def columns_and_plan(self, config, table, stream) -> tuple[ShapeColumns, QueuePlan]:
         """`shape_columns` and `plan_queues` of a run, reused from a run built before when
-        they would be the same."""
+        they would be the same: the same table, request stream and workload (the objects:
+        a trace is not compared by value) and the same configuration but for contention."""
         key = dataclasses.replace(config, contention=False)
-        for cfg, tab, columns, plan in self.plans:
-            if tab is table and cfg == key:
+        for cfg, tab, drawn, columns, plan in self.plans:
+            same = tab is table and drawn is stream and cfg.workload is key.workload
+            if same and cfg == key:
                 return columns, plan
         columns = shape_columns(config, table)
         plan = plan_queues(config, columns, stream)
-        self.plans.append((key, table, columns, plan))
+        self.plans.append((key, table, stream, columns, plan))
         return columns, plan
 
     def same_bytes(self, a: np.ndarray) -> np.ndarray:
