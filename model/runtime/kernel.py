@@ -510,7 +510,8 @@ def warm_up() -> None:
     measured_order_stats(
         np.ones(n), np.zeros(n, np.int32), False, np.zeros(n), 1, np.array([0, 2], np.int64)
     )
-    search_right(np.arange(float(n)), np.ones(n))
+    idle_core_wait(np.arange(float(n)), np.zeros(n), np.ones(n), np.ones(n), np.ones(n),
+                   np.ones(n), np.zeros(n, np.int32), False, 1)  # fmt: skip
     idle_timeline(np.arange(float(n)), np.arange(n), 2, 1)
 
 
@@ -676,49 +677,92 @@ def top_order_stats(values, ranks):
     return out
 
 
-@njit(cache=True, nogil=True, error_model=ERRORS)
-def search_right(values, keys):
-    """np.searchsorted(values, keys, side="right") for ascending `values` without NaN, fast
-    when the keys mostly ascend (the start and ready times of requests in arrival order):
-    each search gallops from the previous key's answer, right when the key did not decrease
-    (every value before that answer is <= the previous key <= this one), left when it did
-    (every value from that answer on is > the previous key > this one), then bisects the
-    bracket: O(log d) for a key d values away from the previous answer. A NaN key sorts after
-    every value, as in numpy. Returns (K,) int64, the count of values <= each key."""
+@njit(cache=True, inline="always", error_model=ERRORS)
+def _gallop(values, v, lo, previous):
+    """The count of `values` (ascending) <= v, from the previous key's answer `lo`: galloping
+    right when v >= previous (every value before lo is <= previous <= v), left otherwise
+    (every value from lo on is > previous > v), then bisecting the bracket: O(log d) for an
+    answer d values away."""
     n = values.shape[0]
-    out = np.empty(keys.shape[0], np.int64)
-    lo = 0  # the previous key's answer
-    previous = -np.inf
-    for j in range(keys.shape[0]):
-        v = keys[j]
-        if v != v:  # NaN
-            out[j] = n
-            continue
-        if v >= previous:  # answer in [lo, n]: values[:lo] <= v
-            left = lo
-            right = n
-            step = 1
-            while left + step - 1 < n and values[left + step - 1] <= v:
-                left += step
-                step *= 2
-            right = min(left + step - 1, n)
-        else:  # answer in [0, lo]: values[lo:] > v
-            right = lo
-            left = 0
-            step = 1
-            while right - step >= 0 and values[right - step] > v:
-                right -= step
-                step *= 2
-            left = max(right - step + 1, 0)
-        while left < right:  # first index in [left, right) with a value > v, else right
-            mid = (left + right) >> 1
-            if values[mid] <= v:
-                left = mid + 1
-            else:
-                right = mid
-        lo = left
-        out[j] = lo
-        previous = v
+    if v >= previous:  # answer in [lo, n]
+        left = lo
+        step = 1
+        while left + step - 1 < n and values[left + step - 1] <= v:
+            left += step
+            step *= 2
+        right = min(left + step - 1, n)
+    else:  # answer in [0, lo]
+        right = lo
+        step = 1
+        while right - step >= 0 and values[right - step] > v:
+            right -= step
+            step *= 2
+        left = max(right - step + 1, 0)
+    while left < right:  # first index in [left, right) with a value > v, else right
+        mid = (left + right) >> 1
+        if values[mid] <= v:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+@njit(cache=True, inline="always", error_model=ERRORS)
+def _idle_at(times, cumulative, idle, x, count):
+    """Idle-core time accumulated until x, ms, given the count of event times <= x:
+    cumulative[i] + idle[i] * max(x - times[i], 0) at the last event i at or before x (the
+    first event when none is)."""
+    i = max(count - 1, 0)
+    d = x - times[i]
+    if d < 0.0:
+        d = 0.0
+    return cumulative[i] + d * idle[i]
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def idle_core_wait(times, cumulative, idle, arrival, start, ready, req_batch, identity, first):
+    """Time each request from `first` on waited for a core while another core was idle, ms.
+
+    times, cumulative, idle: the idle-core timeline (`idle_timeline`). arrival: (N,) float64
+    ms. start, ready: per-batch dispatch and ready times (per request when `identity`: request
+    i is batch i). req_batch: (N,) int32 batch of each request (not read when `identity`).
+
+    Per request, with the numpy definition's operations in its order (model.runtime.tail): wait
+    = start - arrival; batching = min(max(ready - arrival, 0), wait); waited = idle time until
+    start - idle time until arrival + batching; clipped to [0, wait - batching]. The two look-ups
+    gallop each from its previous answer (`_gallop`). Times are finite and never -0.0 (sums of
+    non-negative times), so min, max and clip have no signed-zero ties to break. Returns
+    (N - first,) float64.
+    """
+    n = arrival.shape[0]
+    out = np.empty(n - first)
+    at_start = 0
+    at_ready = 0
+    previous_start = -np.inf
+    previous_ready = -np.inf
+    for i in range(first, n):
+        b = i if identity else req_batch[i]
+        a = arrival[i]
+        s = start[b]
+        wait = s - a
+        batching = ready[b] - a
+        if batching < 0.0:
+            batching = 0.0
+        if wait < batching:
+            batching = wait
+        x = a + batching
+        at_start = _gallop(times, s, at_start, previous_start)
+        previous_start = s
+        at_ready = _gallop(times, x, at_ready, previous_ready)
+        previous_ready = x
+        waited = _idle_at(times, cumulative, idle, s, at_start)
+        waited -= _idle_at(times, cumulative, idle, x, at_ready)
+        wait -= batching
+        if waited < 0.0:
+            waited = 0.0
+        if waited > wait:
+            waited = wait
+        out[i - first] = waited
     return out
 
 

@@ -98,43 +98,25 @@ def idle_core_time(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray, np.nd
     return idle_timeline(times, order, len(b.start_ms), int(result.config.hardware.cores))
 
 
-def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:
-    """Idle-core time accumulated until each time in x, ms: cumulative[i] + idle[i] *
-    max(x - times[i], 0) at the last event i at or before x, computed in place (one array of x's
-    length alive besides the index; same bits: + and * commute exactly). The event is found by
-    `search_right` (np.searchsorted's answer; x, in arrival order, mostly ascends: ~4x faster)."""
-    from model.runtime.kernel import search_right  # numba loads only here
+def imbalance_ms(result: RuntimeResult, first: int = 0) -> np.ndarray | None:
+    """Time each request from `first` on spent waiting for a core while another core was
+    idle, ms; None for central-queue, where it is 0 by construction (every queue is served by
+    every core). Per request: wait = start - arrival, batching = min(max(ready - arrival, 0),
+    wait), waited = idle-core time until start - idle-core time until arrival + batching,
+    clipped to [0, wait - batching] (the wait for a core: the upper bound), in one numba pass
+    over the requests that keeps no per-request array but its result
+    (`model.runtime.kernel.idle_core_wait`; tests/runtime/test_fast_tail.py checks it against
+    this definition in numpy, bit for bit)."""
+    from model.runtime.kernel import idle_core_wait  # numba loads only here
 
-    i = search_right(times, np.ascontiguousarray(x, dtype=np.float64))
-    i -= 1
-    np.maximum(i, 0, out=i)
-    out = x - times[i]
-    np.maximum(out, 0.0, out=out)
-    out *= idle[i]
-    out += cumulative[i]
-    return out
-
-
-def imbalance_ms(result: RuntimeResult, sel: slice | np.ndarray = slice(None)) -> np.ndarray | None:
-    """Time each request `sel` selects spent waiting for a core while another core was idle,
-    ms; None for central-queue, where it is 0 by construction (every queue is served by every
-    core). Per-request arrays are gathered here and dropped (none is kept on the result)."""
     if result.config.placement == "central-queue":
         return None
     req, b = result.requests, result.batches
     times, cumulative, idle = idle_core_time(result)
-    arrival = req.arrival_ms[sel]
-    start = req.of_batch(b.start_ms, sel)
-    waited = _idle_until(start, times, cumulative, idle)
-    wait = start - arrival
-    del start
-    batching = req.of_batch(b.ready_ms, sel) - arrival
-    np.maximum(batching, 0.0, out=batching)
-    np.minimum(batching, wait, out=batching)
-    waited -= _idle_until(arrival + batching, times, cumulative, idle)
-    wait -= batching  # the wait for a core: the upper bound
-    del batching
-    return np.clip(waited, 0.0, wait, out=waited)
+    return idle_core_wait(
+        times, cumulative, idle, req.arrival_ms, b.start_ms, b.ready_ms,
+        req.batch, req.identity, int(first),
+    )  # fmt: skip
 
 
 def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
@@ -203,7 +185,7 @@ def compositions(
     groups = [order[: max(1, math.ceil(f * n))] for f in fractions]
     batch_of = req.batch[m]
     per_batch_count = np.bincount(batch_of, minlength=len(result.batches.start_ms))
-    imbalance = imbalance_ms(result, m)
+    imbalance = imbalance_ms(result, result.first_measured)
     wait, batching = measured_wait_ms(result)
     imb = np.zeros(n) if imbalance is None else imbalance
     parts = batch_parts(result)

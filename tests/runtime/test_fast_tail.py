@@ -5,7 +5,8 @@ columns, queue plans and equal arrays shared between runs: `SharedInputs`) and r
 the four order statistics np.percentile interpolates between (`rerun_tail`). None of that may
 change an attribution: here every subset of drivers switched off is compared, bit for bit,
 with a full `simulate` of the same configuration and np.percentile of its latencies; the
-pieces (numpy's percentile arithmetic, the galloping search) against numpy itself.
+pieces (numpy's percentile arithmetic, the order statistics, the one-pass core imbalance)
+against numpy itself.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from hypothesis import strategies as st
 
 from model.runtime.inputs import PLACEMENTS, Fallback, ServiceSpec
 from model.runtime.kernel import (
+    idle_core_wait,
     idle_timeline,
     measured_order_stats,
-    search_right,
     top_order_stats,
     warm_up,
 )
@@ -32,6 +33,8 @@ from model.runtime.summary import summarize
 from model.runtime.tail import (
     DRIVERS,
     counterfactual_attribution,
+    idle_core_time,
+    imbalance_ms,
     rerun_tail,
     switched_off,
     tail_percentiles,
@@ -64,20 +67,6 @@ def test_percentile_arithmetic_is_numpys_to_the_bit(values, q) -> None:
     ordered = np.sort(x)
     got = interpolate_percentiles(ordered[below], ordered[above], gamma)
     np.testing.assert_array_equal(bits(got), bits(np.percentile(x, q)))
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.integers(0, 30), max_size=60),
-    st.lists(st.one_of(st.integers(-3, 33).map(float), st.just(np.nan), st.just(np.inf))),
-    st.booleans(),
-)
-def test_search_right_is_numpys_searchsorted(values, keys, ascending) -> None:
-    """Galloping from the previous answer gives np.searchsorted(side="right") for any keys:
-    ascending ones (the fast case), any order, ties, NaN and infinity."""
-    v = np.sort(np.asarray(values, np.float64))
-    k = np.asarray(sorted(keys) if ascending else keys, np.float64)
-    np.testing.assert_array_equal(search_right(v, k), np.searchsorted(v, k, side="right"))
 
 
 def idle_core_time_numpy(start, finish, cores):
@@ -238,6 +227,36 @@ def test_columns_and_plans_do_not_read_contention(run) -> None:
             np.testing.assert_array_equal(getattr(x, field.name), getattr(y, field.name))
 
 
+def imbalance_numpy(result, first: int) -> np.ndarray:
+    """Core-imbalance wait as numpy defines it (the reference for idle_core_wait)."""
+    times, cumulative, idle = idle_core_time(result)
+
+    def idle_until(x):
+        i = np.maximum(np.searchsorted(times, x, side="right") - 1, 0)
+        return np.maximum(x - times[i], 0.0) * idle[i] + cumulative[i]
+
+    req, b, sel = result.requests, result.batches, slice(first, None)
+    arrival = req.arrival_ms[sel]
+    start = req.of_batch(b.start_ms, sel)
+    wait = start - arrival
+    batching = np.minimum(np.maximum(req.of_batch(b.ready_ms, sel) - arrival, 0.0), wait)
+    waited = idle_until(start) - idle_until(arrival + batching)
+    return np.clip(waited, 0.0, wait - batching)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_runs())
+def test_imbalance_is_the_numpy_definition(run) -> None:
+    """The one-pass core-imbalance wait (galloping look-ups from the previous request's
+    answers) equals the numpy definition with np.searchsorted, bit for bit, for every
+    placement with per-core queues, batching and the single-request FIFO path."""
+    cfg, table, ideal = run
+    result = simulate(cfg, table, all_compiled_table=ideal)
+    for first in (0, result.first_measured):
+        got = imbalance_ms(result, first)
+        np.testing.assert_array_equal(bits(got), bits(imbalance_numpy(result, first)))
+
+
 def test_shared_inputs_hold_one_copy_of_equal_arrays() -> None:
     """Built together, the re-runs of one run hold one shape-column array between them, and a
     run differing only in contention reuses the plan of the one built before."""
@@ -275,8 +294,8 @@ def test_large_runs_build_their_reruns_one_at_a_time(monkeypatch) -> None:
 
 
 def test_warm_up_compiles_the_tail_kernels_once() -> None:
-    """The order-statistics, search and idle-timeline kernels: warm_up compiles the
-    signatures runs use (else a run's summary would wait on a numba compile)."""
+    """The order-statistics and core-imbalance kernels: warm_up compiles the signatures runs
+    use (else a run's summary would wait on a numba compile)."""
     warm_up()
     rng = np.random.default_rng(6)
     table = random_table(rng, 2, SHAPES, (64,))
@@ -288,5 +307,5 @@ def test_warm_up_compiles_the_tail_kernels_once() -> None:
         result = simulate(cfg, None if pinned else table)
         summarize(result, None if pinned else table)
     assert len(measured_order_stats.signatures) == 1, measured_order_stats.signatures
-    assert len(search_right.signatures) == 1, search_right.signatures
+    assert len(idle_core_wait.signatures) == 1, idle_core_wait.signatures
     assert len(idle_timeline.signatures) == 1, idle_timeline.signatures
