@@ -142,11 +142,12 @@ def simulate_kernel(
     req_sub, req_base and req_est are only read when they matter (more than one sub-queue,
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
     With `timeline` False the HBM demand timeline is not recorded (n_timeline stays 1): runs
-    that only need latencies (the counterfactuals) save its 16 bytes per entry, and only the
-    per-batch arrays the loop reads itself (size, col, compute, memory, level) and b_finish are
-    written: start, ready, memory start, core, lead, stall and slowed are left unwritten (their
-    pages never backed: ~40 bytes a batch less at a re-run's peak), so only req_batch and
-    b_finish are results then. With it False and contention off as well, a batch's memory phase
+    that only need latencies (the counterfactuals) save its 16 bytes per entry, and of the
+    per-batch arrays only b_finish is written: start, ready, memory start, core, lead, stall and
+    slowed are left unwritten (their pages never backed), and what the loop reads back of a
+    running batch (size, col, compute, memory, level) is kept in its core's entry of
+    n_cores-long arrays (28 bytes a batch fewer written), so only req_batch
+    and b_finish are results then. With it False and contention off as well, a batch's memory phase
     is folded into its fixed phase: alone at full speed it ends at (fixed end) + memory time,
     the same float the separate phase reaches (anchor + remaining / 1.0), and a phase change no
     core can see (no demand is shared, nothing is recorded, the core stays busy) is one event
@@ -194,14 +195,19 @@ def simulate_kernel(
     b_mem_start = np.empty(n)
     b_finish = np.empty(n)
     b_core = np.empty(n, np.int32)
-    b_size = np.empty(n, np.int32)
-    b_col = np.empty(n, np.int32)
+    # What the loop reads back of a batch while it runs (size, column, compute, memory, level)
+    # sits in its batch's entry for the full simulation (outputs) but only in its core's for a
+    # latency-only run (n_cores entries, read back from L1: ~0.5 MB less written a 20,000-
+    # request run of the slowest example, whose re-runs then run faster side by side).
+    n_slots = n if timeline else n_cores
+    b_size = np.empty(n_slots, np.int32)
+    b_col = np.empty(n_slots, np.int32)
     b_lead = np.empty(n, np.int32)
     b_stall = np.empty(n)
-    b_compute = np.empty(n)  # stretchable compute-bound time (0 when folded into the fixed)
-    b_memory = np.empty(n)
+    b_compute = np.empty(n_slots)  # stretchable compute-bound time (0 when folded into the fixed)
+    b_memory = np.empty(n_slots)
     b_slowed = np.empty(n, np.bool_)  # a compute or memory phase ever ran below its own speed
-    b_level = np.empty(n, np.int32)  # table level: cores busy at dispatch - 1
+    b_level = np.empty(n_slots, np.int32)  # table level: cores busy at dispatch - 1
     n_levels = launch_tab.shape[0]
     # pinned service has no memory phases
     tl_size = 3 * n + 1 if timeline and not dist_mode else 1
@@ -273,22 +279,23 @@ def simulate_kernel(
             k = k_ph
             t = max(t, t_ph)
             b = core_batch[k]
+            e = b if timeline else k  # its entry in size, column, compute, memory, level
             phases_dirty = True
             before = demand[k]
-            if phase[k] == FIXED and b_compute[b] > 0:
+            if phase[k] == FIXED and b_compute[e] > 0:
                 phase[k] = COMPUTE
                 anchor_t[k] = t
-                anchor_rem[k] = b_compute[b]
+                anchor_rem[k] = b_compute[e]
                 demand[k] = (
-                    compute_bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_compute[b]
+                    compute_bytes_tab[b_level[e], size_row[b_size[e]], b_col[e]] / b_compute[e]
                 )
-            elif phase[k] <= COMPUTE and b_memory[b] > 0 and not fold:
+            elif phase[k] <= COMPUTE and b_memory[e] > 0 and not fold:
                 phase[k] = MEMORY
                 if timeline:
                     b_mem_start[b] = t
                 anchor_t[k] = t
-                anchor_rem[k] = b_memory[b]
-                demand[k] = bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_memory[b]
+                anchor_rem[k] = b_memory[e]
+                demand[k] = bytes_tab[b_level[e], size_row[b_size[e]], b_col[e]] / b_memory[e]
             else:
                 if phase[k] != MEMORY and timeline:
                     b_mem_start[b] = t
@@ -297,7 +304,7 @@ def simulate_kernel(
                 free_since[k] = t
                 core_batch[k] = -1
                 b_finish[b] = t
-                done += b_size[b]
+                done += b_size[e]
                 demand[k] = 0.0
             if before > 0 or demand[k] > 0:  # the set of HBM demands changed: share again
                 total = _share_bandwidth(
@@ -419,11 +426,12 @@ def simulate_kernel(
                 fixed = stall + launch_tab[level, row, col] + compute_tab[level, row, col]
                 mem = memory_tab[level, row, col]
 
-            b_size[b] = size
-            b_col[b] = col
-            b_compute[b] = comp
-            b_memory[b] = mem
-            b_level[b] = level
+            e = b if timeline else k
+            b_size[e] = size
+            b_col[e] = col
+            b_compute[e] = comp
+            b_memory[e] = mem
+            b_level[e] = level
             if timeline:  # outputs only the full simulation reads
                 b_start[b] = t
                 b_core[b] = k
