@@ -318,8 +318,8 @@ def start_counterfactuals(
     """Submit the 2^k - 1 re-runs over the k active drivers to `pool` (the run itself is the
     subset with none off), longest first up to CONCURRENT_MAX_REQUESTS requests. Each reuses
     the run's request stream (arrivals, shapes, service and placement draws) and is a
-    latency-only run (`prepare_latency_run`: no timeline, only the per-batch arrays the event
-    loop reads written), of which only the four order statistics of its two percentiles come
+    latency-only run (`prepare_latency_run`: no timeline, of the per-batch arrays only finish
+    written), of which only the four order statistics of its two percentiles come
     back (`rerun_tail`). Up to CONCURRENT_MAX_REQUESTS requests the runs are built here, one
     after another (sharing their equal per-request arrays), and handed over built: a pool
     thread then holds the GIL only to enter two numba calls that release it (nogil=True), so
