@@ -13,7 +13,9 @@ Times in ms.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
@@ -48,7 +50,11 @@ COMPONENTS = (
 )
 DRIVERS = ("placement", "fallback", "contention")
 # Threads running counterfactual re-runs at once: the machines this runs on have 2 cores, and
-# each run in flight holds its own per-request arrays (model/runtime/README.md "Memory").
+# each run in flight holds its own per-request arrays (model/runtime/README.md "Memory"). Up to
+# CONCURRENT_MAX_REQUESTS requests that is one pool thread and the caller, which runs re-runs
+# from the back of the queue once its own statistics are done (`finish_counterfactuals`): two
+# threads on two cores, where two pool threads beside the caller's statistics made three, time-
+# sliced, each evicting the others' caches (the re-runs' CPU time grew by a third).
 COUNTERFACTUAL_WORKERS = 2
 # Above this many requests the re-runs go one at a time: a second one in flight adds ~70 bytes
 # per request to the peak (measured by tests/runtime/test_memory.py at 2M requests: 322 bytes
@@ -295,18 +301,22 @@ class PendingCounterfactuals:
         drivers: the active drivers, in DRIVERS order.
         runs: the subsets switched off, in the order submitted (`counterfactual_order`).
         futures: (p95, p99) of each run, ms, in the same order.
+        tasks: the same re-runs as calls (built ahead: up to CONCURRENT_MAX_REQUESTS
+            requests), for the caller to run any the pool has not started; () otherwise.
     """
 
     drivers: tuple[str, ...]
     runs: tuple[frozenset[str], ...]
     futures: tuple[Future, ...]
+    tasks: tuple[Callable[[], tuple[float, float]], ...] = ()
 
 
 def counterfactual_pool(result: RuntimeResult) -> ThreadPoolExecutor:
-    """The pool the re-runs share: COUNTERFACTUAL_WORKERS threads, one above
-    CONCURRENT_MAX_REQUESTS requests (memory)."""
+    """The pool the re-runs share: COUNTERFACTUAL_WORKERS - 1 threads (the caller is the
+    other, `finish_counterfactuals`), one above CONCURRENT_MAX_REQUESTS requests (memory: the
+    caller then only waits)."""
     small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
-    return ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS if small else 1)
+    return ThreadPoolExecutor(max_workers=max(1, COUNTERFACTUAL_WORKERS - 1) if small else 1)
 
 
 def start_counterfactuals(
@@ -335,11 +345,14 @@ def start_counterfactuals(
         cfg, tab = switched_off(result.config, table, all_compiled_table, off)
         return prepare_latency_run(cfg, tab, result.stream, shared=shared)
 
-    if small:
-        futures = tuple(pool.submit(rerun_tail, build(off), first) for off in runs)
-    else:
+    if not small:
         futures = tuple(pool.submit(lambda off=off: rerun_tail(build(off), first)) for off in runs)
-    return PendingCounterfactuals(drivers, runs, futures)
+        return PendingCounterfactuals(drivers, runs, futures)
+    tasks, futures = [], []
+    for off in runs:
+        tasks.append(functools.partial(rerun_tail, build(off), first))
+        futures.append(pool.submit(tasks[-1]))
+    return PendingCounterfactuals(drivers, runs, tuple(futures), tuple(tasks))
 
 
 def finish_counterfactuals(
@@ -350,12 +363,18 @@ def finish_counterfactuals(
     all_compiled_table: ServiceTable | None,
 ) -> dict:
     """Wait for the re-runs and split p99 (and p95) exactly over the drivers (Shapley), ms.
-    `base_tail` is the run's own (p95, p99). The sums run in subset order, whichever re-run
-    finished first, so the bytes never depend on the threads."""
+    `base_tail` is the run's own (p95, p99). Where the re-runs were built ahead (`tasks`), the
+    caller runs those the pool has not started, from the back of the queue while the pool
+    works from the front. The sums run in subset order, whichever thread ran a re-run and
+    whichever finished first, so the bytes never depend on the threads."""
     drivers = pending.drivers
+    done: dict[int, tuple[float, float]] = {}
+    for j in reversed(range(len(pending.tasks))):  # the caller takes re-runs from the back
+        if pending.futures[j].cancel():  # not yet started by the pool
+            done[j] = pending.tasks[j]()
     tails = {frozenset(): base_tail}
-    for off, future in zip(pending.runs, pending.futures, strict=True):
-        tails[off] = future.result()
+    for j, (off, future) in enumerate(zip(pending.runs, pending.futures, strict=True)):
+        tails[off] = done[j] if j in done else future.result()
     p95 = {off: t[0] for off, t in tails.items()}
     p99 = {off: t[1] for off, t in tails.items()}
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
