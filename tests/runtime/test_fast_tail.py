@@ -293,6 +293,32 @@ def test_large_runs_build_their_reruns_one_at_a_time(monkeypatch) -> None:
     assert large == small
 
 
+def test_the_caller_runs_the_reruns_the_pool_has_not_started() -> None:
+    """With the pool's only thread held up, the caller runs every re-run itself (each future
+    cancelled unstarted); with it free they split the queue: the attribution is the same."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from model.runtime.stats import measured_latency_ms
+    from model.runtime.tail import finish_counterfactuals, start_counterfactuals
+
+    rng = np.random.default_rng(7)
+    table = with_busy_levels(random_table(rng, 2, SHAPES, (64,)), rng, 1)
+    cfg = table_config(table, cores=2, rate_per_s=1500.0, weights=(1, 1, 1), requests=900,
+                       seed=8, placement="least-loaded", max_batch=2, stall_ms=2.0,
+                       hbm_gbs=0.5)  # fmt: skip
+    result = simulate(cfg, table)
+    base = tail_percentiles(measured_latency_ms(result))
+    held = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(held.wait, 30)
+        pending = start_counterfactuals(result, table, None, pool)
+        by_caller = finish_counterfactuals(pending, base, pinned=False, all_compiled_table=None)
+        assert len(pending.futures) == 7 and all(f.cancelled() for f in pending.futures)
+        held.set()
+    assert by_caller == counterfactual_attribution(result, table)
+
+
 def test_warm_up_compiles_the_tail_kernels_once() -> None:
     """The order-statistics and core-imbalance kernels: warm_up compiles the signatures runs
     use (else a run's summary would wait on a numba compile)."""
