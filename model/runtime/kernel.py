@@ -371,7 +371,6 @@ def simulate_kernel(
             lane = lane_d
             t = t_d
             base = lane // n_sub
-            phases_dirty = True
             lanes_dirty = True
             k = -1
             for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
@@ -444,6 +443,11 @@ def simulate_kernel(
             planned_finish[k] = (t + fixed) + comp + mem
             if fold:  # comp is 0 with contention off: the memory phase runs at full speed
                 fixed_end[k] = (t + fixed) + mem
+            # Only core k's phase changed (a fixed phase demands no HBM: no rate moved), so the
+            # next phase end is the cached one or k's, the lower core first on ties (as a scan).
+            if fixed_end[k] < t_ph or (fixed_end[k] == t_ph and k < k_ph):
+                t_ph = fixed_end[k]
+                k_ph = k
             if least_loaded:
                 queued_est[base] -= est_sum
                 if base_count[base] == 0:
