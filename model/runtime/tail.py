@@ -72,18 +72,41 @@ def tail_percentiles(latency_ms: np.ndarray) -> tuple[float, float]:
     return float(p95), float(p99)
 
 
-def rerun_tail(run: LatencyRun, first: int) -> tuple[float, float]:
-    """(p95, p99) of a built re-run's latencies from request `first` on, ms: the bits
-    `tail_percentiles` gives on them (np.percentile's ranks and interpolation, from the four
-    order statistics it reads), with no per-request array kept or sorted."""
-    n = len(run.arrival_ms) - first
+@dataclass(frozen=True)
+class TailRanks:
+    """What np.percentile reads for p95 and p99 of n values (`stats.percentile_ranks`).
+
+    Attributes:
+        ranks: (R,) int64 unique ascending 0-based ranks of the order statistics it reads.
+        below, above: (2,) int64 positions in `ranks` of each percentile's two neighbours.
+        gamma: (2,) float64 weight of the upper neighbour.
+    """
+
+    ranks: np.ndarray
+    below: np.ndarray
+    above: np.ndarray
+    gamma: np.ndarray
+
+
+def tail_ranks(n: int) -> TailRanks:
+    """The TailRanks of n measured latencies (n >= 1)."""
     if n <= 0:
         raise ValueError("no measured requests: lower inputs.workload.warmup_fraction")
     below, above, gamma = percentile_ranks(n, TAIL_PERCENTILES)
     ranks = np.unique(np.concatenate([below, above]))
-    values = run.order_stats(first, ranks)
-    at = values[np.searchsorted(ranks, below)], values[np.searchsorted(ranks, above)]
-    p95, p99 = interpolate_percentiles(*at, gamma)
+    return TailRanks(ranks, np.searchsorted(ranks, below), np.searchsorted(ranks, above), gamma)
+
+
+def rerun_tail(run: LatencyRun, first: int, ranks: TailRanks | None = None) -> tuple[float, float]:
+    """(p95, p99) of a built re-run's latencies from request `first` on, ms: the bits
+    `tail_percentiles` gives on them (np.percentile's ranks and interpolation, from the four
+    order statistics it reads), with no per-request array kept or sorted. `ranks`: the
+    `tail_ranks` of its measured count when the caller has them (every re-run of a run
+    shares them)."""
+    if ranks is None:
+        ranks = tail_ranks(len(run.arrival_ms) - first)
+    values = run.order_stats(first, ranks.ranks)
+    p95, p99 = interpolate_percentiles(values[ranks.below], values[ranks.above], ranks.gamma)
     return float(p95), float(p99)
 
 
@@ -348,9 +371,10 @@ def start_counterfactuals(
     if not small:
         futures = tuple(pool.submit(lambda off=off: rerun_tail(build(off), first)) for off in runs)
         return PendingCounterfactuals(drivers, runs, futures)
+    ranks = tail_ranks(len(result.stream.arrival_ms) - first) if runs else None
     tasks, futures = [], []
     for off in runs:
-        tasks.append(functools.partial(rerun_tail, build(off), first))
+        tasks.append(functools.partial(rerun_tail, build(off), first, ranks))
         futures.append(pool.submit(tasks[-1]))
     return PendingCounterfactuals(drivers, runs, tuple(futures), tuple(tasks))
 
