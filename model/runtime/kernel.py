@@ -27,6 +27,14 @@ The service tables have a leading level axis: level c - 1 holds the plan's times
 when c cores are busy (each holding 1/c of the shared cache); a batch takes the level of the
 cores busy at its dispatch, itself included (level 0 when contention is off).
 Times are ms, bandwidth bytes per ms.
+
+Division: the kernels compile with numba's numpy error model (`ERRORS`). The default (Python)
+model tests every float division's divisor for zero, to raise ZeroDivisionError, a compare
+and branch on the hot path (~20% of a contention run's kernel time on 2026-12-01,
+benchmarks.bench_runtime's re-runs of `mapping-dynamic-shapes`). Every division here has a
+non-zero divisor by construction (guarded by the branch it sits in: b_compute > 0, b_memory > 0,
+demand > level > 0, rate in (0, 1], a positive active count), and where the divisor is non-zero
+both models compute the same IEEE quotient, so the results are the same bits.
 """
 
 from __future__ import annotations
@@ -36,9 +44,10 @@ import numpy as np
 from model.runtime.jit import njit
 
 IDLE, FIXED, COMPUTE, MEMORY = 0, 1, 2, 3
+ERRORS = "numpy"  # see "Division" above
 
 
-@njit(cache=True)
+@njit(cache=True, error_model=ERRORS)
 def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
     """Time the lane's next batch may go: full (B-th request arrived) or the oldest's timer."""
     if count[lane] == 0:
@@ -53,7 +62,7 @@ def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
     return min(arrival[j], timer)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model=ERRORS)
 def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, contention):
     """Share `capacity` max-min fairly among the demands of the stretchable phases (core k's
     phase just changed at time t): set each core's progress rate (fraction of its own speed),
@@ -82,7 +91,7 @@ def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, 
                 if phase[q] >= COMPUTE and 0 < demand[q] <= level:
                     kept += demand[q]
                     count += 1
-            if count == satisfied:
+            if count in (satisfied, active):  # no change, or all satisfied (only by rounding)
                 break
             satisfied = count
             level = (capacity - kept) / (active - count)
@@ -99,7 +108,7 @@ def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, 
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model=ERRORS)
 def simulate_kernel(
     arrival,
     req_col,
@@ -133,11 +142,12 @@ def simulate_kernel(
     req_sub, req_base and req_est are only read when they matter (more than one sub-queue,
     more than one base lane, least-loaded), so callers may pass 1-element placeholders.
     With `timeline` False the HBM demand timeline is not recorded (n_timeline stays 1): runs
-    that only need latencies (the counterfactuals) save its 16 bytes per entry, and only the
-    per-batch arrays the loop reads itself (size, col, compute, memory, level) and b_finish are
-    written: start, ready, memory start, core, lead, stall and slowed are left unwritten (their
-    pages never backed: ~40 bytes a batch less at a re-run's peak), so only req_batch and
-    b_finish are results then. With it False and contention off as well, a batch's memory phase
+    that only need latencies (the counterfactuals) save its 16 bytes per entry, and of the
+    per-batch arrays only b_finish is written: start, ready, memory start, core, lead, stall and
+    slowed are left unwritten (their pages never backed), and what the loop reads back of a
+    running batch (size, col, compute, memory, level) is kept in its core's entry of
+    n_cores-long arrays (28 bytes a batch fewer written), so only req_batch
+    and b_finish are results then. With it False and contention off as well, a batch's memory phase
     is folded into its fixed phase: alone at full speed it ends at (fixed end) + memory time,
     the same float the separate phase reaches (anchor + remaining / 1.0), and a phase change no
     core can see (no demand is shared, nothing is recorded, the core stays busy) is one event
@@ -185,14 +195,19 @@ def simulate_kernel(
     b_mem_start = np.empty(n)
     b_finish = np.empty(n)
     b_core = np.empty(n, np.int32)
-    b_size = np.empty(n, np.int32)
-    b_col = np.empty(n, np.int32)
+    # What the loop reads back of a batch while it runs (size, column, compute, memory, level)
+    # sits in its batch's entry for the full simulation (outputs) but only in its core's for a
+    # latency-only run (n_cores entries, read back from L1: ~0.5 MB less written a 20,000-
+    # request run of the slowest example, whose re-runs then run faster side by side).
+    n_slots = n if timeline else n_cores
+    b_size = np.empty(n_slots, np.int32)
+    b_col = np.empty(n_slots, np.int32)
     b_lead = np.empty(n, np.int32)
     b_stall = np.empty(n)
-    b_compute = np.empty(n)  # stretchable compute-bound time (0 when folded into the fixed)
-    b_memory = np.empty(n)
+    b_compute = np.empty(n_slots)  # stretchable compute-bound time (0 when folded into the fixed)
+    b_memory = np.empty(n_slots)
     b_slowed = np.empty(n, np.bool_)  # a compute or memory phase ever ran below its own speed
-    b_level = np.empty(n, np.int32)  # table level: cores busy at dispatch - 1
+    b_level = np.empty(n_slots, np.int32)  # table level: cores busy at dispatch - 1
     n_levels = launch_tab.shape[0]
     # pinned service has no memory phases
     tl_size = 3 * n + 1 if timeline and not dist_mode else 1
@@ -264,22 +279,23 @@ def simulate_kernel(
             k = k_ph
             t = max(t, t_ph)
             b = core_batch[k]
+            e = b if timeline else k  # its entry in size, column, compute, memory, level
             phases_dirty = True
             before = demand[k]
-            if phase[k] == FIXED and b_compute[b] > 0:
+            if phase[k] == FIXED and b_compute[e] > 0:
                 phase[k] = COMPUTE
                 anchor_t[k] = t
-                anchor_rem[k] = b_compute[b]
+                anchor_rem[k] = b_compute[e]
                 demand[k] = (
-                    compute_bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_compute[b]
+                    compute_bytes_tab[b_level[e], size_row[b_size[e]], b_col[e]] / b_compute[e]
                 )
-            elif phase[k] <= COMPUTE and b_memory[b] > 0 and not fold:
+            elif phase[k] <= COMPUTE and b_memory[e] > 0 and not fold:
                 phase[k] = MEMORY
                 if timeline:
                     b_mem_start[b] = t
                 anchor_t[k] = t
-                anchor_rem[k] = b_memory[b]
-                demand[k] = bytes_tab[b_level[b], size_row[b_size[b]], b_col[b]] / b_memory[b]
+                anchor_rem[k] = b_memory[e]
+                demand[k] = bytes_tab[b_level[e], size_row[b_size[e]], b_col[e]] / b_memory[e]
             else:
                 if phase[k] != MEMORY and timeline:
                     b_mem_start[b] = t
@@ -288,7 +304,7 @@ def simulate_kernel(
                 free_since[k] = t
                 core_batch[k] = -1
                 b_finish[b] = t
-                done += b_size[b]
+                done += b_size[e]
                 demand[k] = 0.0
             if before > 0 or demand[k] > 0:  # the set of HBM demands changed: share again
                 total = _share_bandwidth(
@@ -355,7 +371,6 @@ def simulate_kernel(
             lane = lane_d
             t = t_d
             base = lane // n_sub
-            phases_dirty = True
             lanes_dirty = True
             k = -1
             for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
@@ -410,11 +425,12 @@ def simulate_kernel(
                 fixed = stall + launch_tab[level, row, col] + compute_tab[level, row, col]
                 mem = memory_tab[level, row, col]
 
-            b_size[b] = size
-            b_col[b] = col
-            b_compute[b] = comp
-            b_memory[b] = mem
-            b_level[b] = level
+            e = b if timeline else k
+            b_size[e] = size
+            b_col[e] = col
+            b_compute[e] = comp
+            b_memory[e] = mem
+            b_level[e] = level
             if timeline:  # outputs only the full simulation reads
                 b_start[b] = t
                 b_core[b] = k
@@ -427,6 +443,11 @@ def simulate_kernel(
             planned_finish[k] = (t + fixed) + comp + mem
             if fold:  # comp is 0 with contention off: the memory phase runs at full speed
                 fixed_end[k] = (t + fixed) + mem
+            # Only core k's phase changed (a fixed phase demands no HBM: no rate moved), so the
+            # next phase end is the cached one or k's, the lower core first on ties (as a scan).
+            if fixed_end[k] < t_ph or (fixed_end[k] == t_ph and k < k_ph):
+                t_ph = fixed_end[k]
+                k_ph = k
             if least_loaded:
                 queued_est[base] -= est_sum
                 if base_count[base] == 0:
@@ -457,7 +478,7 @@ def simulate_kernel(
 def warm_up() -> None:
     """Compile (or load from cache) the kernels on a tiny run, so the app's first frame never
     waits on numba: call it from a background worker at start-up. The argument types must be
-    the ones `model.runtime.simulate.run_kernel` passes (else the first real run compiles again;
+    the ones `model.runtime.simulate` passes (else the first real run compiles again;
     tests/runtime/test_memory.py checks)."""
     n = 4
     fifo_kernel(
@@ -498,9 +519,15 @@ def warm_up() -> None:
         1.0,
         True,
     )
+    measured_order_stats(
+        np.ones(n), np.zeros(n, np.int32), False, np.zeros(n), 1, np.array([0, 2], np.int64)
+    )
+    idle_core_wait(np.arange(float(n)), np.zeros(n), np.ones(n), np.ones(n), np.ones(n),
+                   np.ones(n), np.zeros(n, np.int32), False, 1)  # fmt: skip
+    idle_timeline(np.arange(float(n)), np.arange(n), 2, 1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model=ERRORS)
 def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms, n_cores, pooled):
     """Single-request FIFO with pinned service: the event loop's results for max_batch 1 with
     central-queue (pooled: the core free first, lowest index on ties), round-robin or random
@@ -528,3 +555,258 @@ def fifo_kernel(arrival, req_base, req_col, req_draw, col_fallback, overhead_ms,
         core[i] = k
         free[k] = s + fixed
     return start, finish, core
+
+
+@njit(cache=True, error_model=ERRORS)
+def _select(a, k):
+    """Reorder `a` in place so that a[k] is its k-th smallest value, a[:k] <= a[k] <= a[k + 1:]
+    (Wirth's selection: Hoare partitions around a median-of-three pivot, keeping the side
+    that holds k). Expected linear time; after 2 log2(n) + 8 partitions (ill-suited pivots)
+    the remaining span is sorted instead, so never worse than n log n. Values without NaN."""
+    lo = 0
+    hi = a.shape[0] - 1
+    budget = 8
+    m = a.shape[0]
+    while m > 1:
+        budget += 2
+        m >>= 1
+    while hi > lo:
+        if budget == 0:
+            a[lo : hi + 1].sort()
+            return
+        budget -= 1
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+            if a[mid] < a[lo]:
+                a[mid], a[lo] = a[lo], a[mid]
+        pivot = a[mid]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while pivot < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return  # j < k < i: a[k] equals the pivot, in place
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def measured_order_stats(finish, req_batch, identity, arrival, first, ranks):
+    """Order statistics of the measured latencies, without a per-request array left behind.
+
+    finish: per-batch completion, ms (per request when `identity`: request i is batch i).
+    req_batch: (N,) int32 batch of each request (not read when `identity`; -1: unserved).
+    arrival: (N,) float64 arrival, ms. first: the first measured request.
+    ranks: (R,) int64 ascending 0-based ranks into the ascending order of the N - first
+        measured latencies, each in [0, N - first).
+
+    Returns (R,) float64: the latency (finish - arrival, ms: the same subtraction as
+    `simulate_latency_ms`) at each rank, or an empty array when a request was left unserved
+    (only with an empty core set: a caller bug, raised by the caller). The values are the
+    order statistics themselves, whatever the algorithm: those at or above a sampled cut-off
+    sorted (`top_order_stats`), else the lowest rank selected in place (`_select`) and only
+    the values above it sorted.
+    """
+    n = arrival.shape[0]
+    if not identity:
+        for i in range(n):
+            if req_batch[i] < 0:
+                return np.empty(0)
+    latency = np.empty(n - first)
+    for i in range(first, n):
+        b = i if identity else req_batch[i]
+        latency[i - first] = finish[b] - arrival[i]
+    out = top_order_stats(latency, ranks)
+    if out.shape[0] == ranks.shape[0]:
+        return out
+    _select(latency, ranks[0])
+    latency[ranks[0] + 1 :].sort()
+    out = np.empty(ranks.shape[0])
+    for j in range(ranks.shape[0]):
+        out[j] = latency[ranks[j]]
+    return out
+
+
+SAMPLE = 1024  # values top_order_stats samples to place its cut-off
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def top_order_stats(values, ranks):
+    """The values at ascending 0-based `ranks` of the ascending order of `values` (no NaN),
+    read from the values at or above a cut-off: (R,) float64, or an empty array when the
+    cut-off turned out too high (the caller then selects in the whole array).
+
+    For the high ranks of a tail percentile that is a small share: the cut-off is the sample
+    quantile (every len/SAMPLE-th value, sorted) of the lowest rank, lowered by 4 sample
+    standard deviations of a binomial count plus 8 samples; one branch-free pass counts the
+    values below it and one copies those at or above it, which are sorted. When no more
+    values than the lowest rank lie below the cut-off, the sorted order of all values is the
+    values below followed by the sorted copy, so rank r is the copy's entry r - below:
+    exact, whatever the sample. (A sort-free selection costs ~10 ns a value in unpredictable
+    branches: ~3x this for an 18,000-request run's p95 and p99.)
+    """
+    m = values.shape[0]
+    r0 = ranks[0]
+    step = max(1, m // SAMPLE)
+    sample = values[::step].copy()
+    sample.sort()
+    ns = sample.shape[0]
+    share = r0 / m
+    margin = int(4.0 * np.sqrt(ns * share * (1.0 - share))) + 8
+    s = int(share * ns) - margin
+    if s <= 0:
+        return np.empty(0)
+    cutoff = sample[s]
+    above = 0
+    for i in range(m):
+        above += values[i] >= cutoff
+    below = m - above
+    if below > r0:
+        return np.empty(0)
+    top = np.empty(above + 1)  # one spare slot: every value is stored, the count moves on
+    c = 0
+    for i in range(m):
+        v = values[i]
+        top[c] = v
+        c += v >= cutoff
+    top = top[:above]
+    top.sort()
+    out = np.empty(ranks.shape[0])
+    for j in range(ranks.shape[0]):
+        out[j] = top[ranks[j] - below]
+    return out
+
+
+@njit(cache=True, inline="always", error_model=ERRORS)
+def _gallop(values, v, lo, previous):
+    """The count of `values` (ascending) <= v, from the previous key's answer `lo`: galloping
+    right when v >= previous (every value before lo is <= previous <= v), left otherwise
+    (every value from lo on is > previous > v), then bisecting the bracket: O(log d) for an
+    answer d values away."""
+    n = values.shape[0]
+    if v >= previous:  # answer in [lo, n]
+        left = lo
+        step = 1
+        while left + step - 1 < n and values[left + step - 1] <= v:
+            left += step
+            step *= 2
+        right = min(left + step - 1, n)
+    else:  # answer in [0, lo]
+        right = lo
+        step = 1
+        while right - step >= 0 and values[right - step] > v:
+            right -= step
+            step *= 2
+        left = max(right - step + 1, 0)
+    while left < right:  # first index in [left, right) with a value > v, else right
+        mid = (left + right) >> 1
+        if values[mid] <= v:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+@njit(cache=True, inline="always", error_model=ERRORS)
+def _idle_at(times, cumulative, idle, x, count):
+    """Idle-core time accumulated until x, ms, given the count of event times <= x:
+    cumulative[i] + idle[i] * max(x - times[i], 0) at the last event i at or before x (the
+    first event when none is)."""
+    i = max(count - 1, 0)
+    d = x - times[i]
+    if d < 0.0:
+        d = 0.0
+    return cumulative[i] + d * idle[i]
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def idle_core_wait(times, cumulative, idle, arrival, start, ready, req_batch, identity, first):
+    """Time each request from `first` on waited for a core while another core was idle, ms.
+
+    times, cumulative, idle: the idle-core timeline (`idle_timeline`). arrival: (N,) float64
+    ms. start, ready: per-batch dispatch and ready times (per request when `identity`: request
+    i is batch i). req_batch: (N,) int32 batch of each request (not read when `identity`).
+
+    Per request, with the numpy definition's operations in its order (model.runtime.tail): wait
+    = start - arrival; batching = min(max(ready - arrival, 0), wait); waited = idle time until
+    start - idle time until arrival + batching; clipped to [0, wait - batching]. The two look-ups
+    gallop each from its previous answer (`_gallop`). Times are finite and never -0.0 (sums of
+    non-negative times), so min, max and clip have no signed-zero ties to break. Returns
+    (N - first,) float64.
+    """
+    n = arrival.shape[0]
+    out = np.empty(n - first)
+    at_start = 0
+    at_ready = 0
+    previous_start = -np.inf
+    previous_ready = -np.inf
+    for i in range(first, n):
+        b = i if identity else req_batch[i]
+        a = arrival[i]
+        s = start[b]
+        wait = s - a
+        batching = ready[b] - a
+        if batching < 0.0:
+            batching = 0.0
+        if wait < batching:
+            batching = wait
+        x = a + batching
+        at_start = _gallop(times, s, at_start, previous_start)
+        previous_start = s
+        at_ready = _gallop(times, x, at_ready, previous_ready)
+        previous_ready = x
+        waited = _idle_at(times, cumulative, idle, s, at_start)
+        waited -= _idle_at(times, cumulative, idle, x, at_ready)
+        wait -= batching
+        if waited < 0.0:
+            waited = 0.0
+        if waited > wait:
+            waited = wait
+        out[i - first] = waited
+    return out
+
+
+@njit(cache=True, nogil=True, error_model=ERRORS)
+def idle_timeline(times, order, n_batches, n_cores):
+    """Where at least one core is idle, from batch starts and finishes in one pass.
+
+    times: (2B,) float64 batch starts then finishes, ms; order: (2B,) int64 their stable
+    ascending order (np.argsort kind="stable": at equal times starts first, each kind in batch
+    order); n_batches: B.
+
+    Returns (event times ascending, cumulative idle-time at them, idle flag from each time on):
+    the arrays `model.runtime.tail.idle_core_time` defines with numpy (busy count = cumulative
+    sum of +1 a start, -1 a finish; idle = busy < n_cores as 1.0 or 0.0; cumulative = 0, then
+    the running sum of idle[i] * (t[i + 1] - t[i]), the same products added in the same order
+    as np.cumsum), so the same bits.
+    """
+    m = order.shape[0]
+    t = np.empty(m)
+    idle = np.empty(m)
+    busy = 0
+    for j in range(m):
+        o = order[j]
+        t[j] = times[o]
+        busy += 1 if o < n_batches else -1
+        idle[j] = 1.0 if busy < n_cores else 0.0
+    cumulative = np.empty(max(m, 1))
+    cumulative[0] = 0.0
+    if m > 1:
+        acc = idle[0] * (t[1] - t[0])
+        cumulative[1] = acc
+        for j in range(1, m - 1):
+            acc = acc + idle[j] * (t[j + 1] - t[j])
+            cumulative[j + 1] = acc
+    return t, cumulative, idle

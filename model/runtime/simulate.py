@@ -7,6 +7,7 @@ per-batch arrays plus the HBM demand timeline. Semantics are in model/runtime/RE
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
@@ -25,6 +26,7 @@ from model.runtime.workload import RequestStream, generate_requests
 from model.service import ServiceTable
 
 FIXED_DISPATCH = ("central-queue", "round-robin", "random")
+UNSERVED = "runtime kernel left requests unserved (empty core set?)"
 
 
 @dataclass(frozen=True)
@@ -245,13 +247,67 @@ class KernelArrays(NamedTuple):
 def fifo_path_applies(config: RuntimeConfig, plan: QueuePlan, columns: ShapeColumns) -> bool:
     """True when the run is single-request FIFO with fixed or pooled dispatch and nothing
     state-dependent beyond it: pinned service, max_batch 1, no compile stall to pay."""
-    stalls = config.fallback.compile_stall_ms > 0 and bool(np.any(columns.fallback[plan.req_col]))
-    return (
+    return (  # the per-request look-up last, only when the rest holds
         config.service.source == "distribution"
         and int(config.batch_policy.max_batch) == 1
         and config.placement in FIXED_DISPATCH
-        and not stalls
+        and not (
+            config.fallback.compile_stall_ms > 0 and bool(np.any(columns.fallback[plan.req_col]))
+        )
     )
+
+
+def kernel_args(
+    config: RuntimeConfig,
+    table: ServiceTable | None,
+    columns: ShapeColumns,
+    plan: QueuePlan,
+    stream: RequestStream,
+    *,
+    allow_fifo: bool = True,
+    timeline: bool = True,
+    grids: tuple | None = None,
+) -> tuple[bool, tuple]:
+    """(fifo, arguments) of the run's kernel call: `model.runtime.kernel.fifo_kernel`'s when
+    fifo (the single-request FIFO loop applies and is allowed), else `simulate_kernel`'s (with
+    `timeline` False a latency-only run: see run_kernel). `grids`: `table_grids` of the
+    table when the caller has them."""
+    arrival = np.ascontiguousarray(stream.arrival_ms, dtype=np.float64)
+    draws = np.ascontiguousarray(stream.service_draw_ms, dtype=np.float64)
+    fallback = np.ascontiguousarray(columns.fallback, dtype=np.bool_)
+    overhead_ms = float(config.fallback.dispatch_overhead_us) / 1000.0
+    if allow_fifo and fifo_path_applies(config, plan, columns):
+        pooled = config.placement == "central-queue"
+        return True, (
+            arrival, plan.req_base, plan.req_col, draws, fallback, overhead_ms,
+            int(config.hardware.cores), pooled,
+        )  # fmt: skip
+    big_b = int(config.batch_policy.max_batch)
+    if grids is None:
+        grids = table_grids(table, big_b, len(columns.shapes))
+    size_row, *grids = grids
+    return False, (
+        arrival, plan.req_col, plan.req_sub, plan.req_base, plan.req_est_ms, draws,
+        plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
+        plan.lane_core_idx, big_b, float(config.batch_policy.max_queue_delay_ms),
+        table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
+        overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6, timeline,
+    )  # fmt: skip
+
+
+def table_grids(table: ServiceTable | None, max_batch: int, n_shapes: int) -> tuple:
+    """(size_row, launch, compute, memory, memory bytes, compute bytes) as the event loop reads
+    them: the (max_batch + 1,) int64 table row of each batch size and five (L, B, S) float64
+    grids per busy-core level (ms; bytes moved by the memory- and compute-bound kernels).
+    Pinned service (no table): zeros, one level, one row, n_shapes columns."""
+    if table is None:
+        zeros = [np.zeros((1, 1, n_shapes)) for _ in range(5)]
+        return (np.zeros(max_batch + 1, dtype=np.int64), *zeros)
+    names = ("launch_ms", "compute_bound_ms", "memory_bound_ms", "memory_bound_bytes")
+    grids = [np.ascontiguousarray(level_stack(table, name)) for name in names]
+    compute_bytes = level_stack(table, "hbm_bytes") - grids[3]  # moved by compute-bound
+    grids.append(np.ascontiguousarray(np.maximum(compute_bytes, 0.0)))
+    return (table_rows(table, max_batch), *grids)
 
 
 def run_kernel(
@@ -269,23 +325,18 @@ def run_kernel(
     per-batch arrays only `finish` (and `req_batch`) hold results (model.runtime.kernel)."""
     from model.runtime.kernel import fifo_kernel, simulate_kernel  # numba loads only here
 
-    arrival = np.ascontiguousarray(stream.arrival_ms, dtype=np.float64)
-    draws = np.ascontiguousarray(stream.service_draw_ms, dtype=np.float64)
-    fallback = np.ascontiguousarray(columns.fallback, dtype=np.bool_)
-    overhead_ms = float(config.fallback.dispatch_overhead_us) / 1000.0
-    n = len(arrival)
-    if allow_fifo and fifo_path_applies(config, plan, columns):
-        pooled = config.placement == "central-queue"
-        start, finish, core = fifo_kernel(
-            arrival, plan.req_base, plan.req_col, draws, fallback, overhead_ms,
-            int(config.hardware.cores), pooled,
-        )  # fmt: skip
+    fifo, args = kernel_args(
+        config, table, columns, plan, stream, allow_fifo=allow_fifo, timeline=timeline
+    )
+    if fifo:
+        start, finish, core = fifo_kernel(*args)
+        n = len(start)
         zeros = np.zeros(n)  # lazily allocated by the OS: free until written
         ids = np.arange(n, dtype=np.int32)
         return KernelOutput(
             req_batch=ids,
             start=start,
-            ready=arrival,
+            ready=args[0],  # the arrivals
             memory_start=finish,
             finish=finish,
             core=core,
@@ -300,27 +351,10 @@ def run_kernel(
             timeline_demand=np.zeros(1),
             identity=True,
         )
-    big_b = int(config.batch_policy.max_batch)
-    if table is None:
-        size_row = np.zeros(big_b + 1, dtype=np.int64)
-        grids = [np.zeros((1, 1, len(columns.shapes))) for _ in range(5)]
-    else:
-        size_row = table_rows(table, big_b)
-        names = ("launch_ms", "compute_bound_ms", "memory_bound_ms", "memory_bound_bytes")
-        grids = [np.ascontiguousarray(level_stack(table, name)) for name in names]
-        compute_bytes = level_stack(table, "hbm_bytes") - grids[3]  # moved by compute-bound
-        grids.append(np.ascontiguousarray(np.maximum(compute_bytes, 0.0)))
-    out = simulate_kernel(
-        arrival, plan.req_col, plan.req_sub, plan.req_base, plan.req_est_ms, draws,
-        plan.least_loaded, int(config.hardware.cores), plan.n_sub, plan.lane_core_ptr,
-        plan.lane_core_idx, big_b, float(config.batch_policy.max_queue_delay_ms),
-        table is None, size_row, *grids, fallback, float(config.fallback.compile_stall_ms),
-        overhead_ms, bool(config.contention), float(config.hardware.hbm_gbs) * 1e6, timeline,
-    )  # fmt: skip
-    raw = KernelArrays(*out)
+    raw = KernelArrays(*simulate_kernel(*args))
     nb, n_tl = int(raw.n_batches), int(raw.n_timeline)
     if np.any(raw.req_batch < 0):
-        raise RuntimeError("runtime kernel left requests unserved (empty core set?)")
+        raise RuntimeError(UNSERVED)
     return KernelOutput(  # views on the first nb (n_tl) entries: no copies
         req_batch=raw.req_batch,
         start=raw.start[:nb],
@@ -423,6 +457,132 @@ def simulate_latency_ms(
     finish = out.finish if out.identity else out.finish[out.req_batch]
     finish -= stream.arrival_ms  # in place: a gather is a fresh array; the FIFO path's is ours
     return finish
+
+
+@dataclass(frozen=True)
+class LatencyRun:
+    """A latency-only run with its kernel's arguments built, not yet run: the counterfactual
+    re-runs are built on the caller's thread and run on a pool, where `order_stats` holds the
+    GIL only to enter its two numba calls (both release it).
+
+    Attributes:
+        arrival_ms: (N,) float64 arrival of every request, ms.
+        fifo: `args` are `model.runtime.kernel.fifo_kernel`'s (request i is batch i), else
+            `simulate_kernel`'s with timeline False (see `kernel_args`).
+        args: the kernel's arguments.
+    """
+
+    arrival_ms: np.ndarray
+    fifo: bool
+    args: tuple = field(repr=False)
+
+    def order_stats(self, first: int, ranks: np.ndarray) -> np.ndarray:
+        """(R,) float64 latencies (finish - arrival, ms) of the measured requests (`first`
+        on) at the 0-based `ranks` ((R,) int64) of their ascending order: the same values
+        `simulate_latency_ms(...)[first:]` sorted holds there, without keeping either array."""
+        from model.runtime.kernel import fifo_kernel, measured_order_stats, simulate_kernel
+
+        ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+        if self.fifo:
+            _, finish, _ = fifo_kernel(*self.args)
+            return measured_order_stats(finish, NO_BATCH, True, self.arrival_ms, first, ranks)
+        raw = KernelArrays(*simulate_kernel(*self.args))
+        finish, req_batch = raw.finish, raw.req_batch
+        del raw  # the other per-batch arrays go before the latencies are gathered (peak memory)
+        out = measured_order_stats(finish, req_batch, False, self.arrival_ms, first, ranks)
+        if len(out) != len(ranks):
+            raise RuntimeError(UNSERVED)
+        return out
+
+
+NO_BATCH = np.zeros(1, np.int32)  # req_batch placeholder where request i is batch i
+
+
+@dataclass(frozen=True)
+class SharedInputs:
+    """What latency-only runs built together share, filled as they are built.
+
+    Attributes:
+        plans: (config with contention off, table, stream, shape columns, queue plan) of each
+            run built: `shape_columns` and `plan_queues` never read `contention` (the kernel
+            does), so a run differing only there reuses them.
+        arrays: per-request arguments by (dtype, shape): a run's argument with the same bytes
+            as one of them is replaced by it (every run's shape column; the work estimates of
+            runs with the same table), so the runs in flight hold one copy.
+        grids: (table, (max_batch, shapes), `table_grids`) of each table a run used.
+    """
+
+    plans: list = field(default_factory=list)
+    arrays: dict = field(default_factory=dict)
+    grids: list = field(default_factory=list)
+
+    def table_grids(self, table, max_batch: int, n_shapes: int) -> tuple:
+        """`table_grids`, reused from a run built before with the same table and sizes."""
+        for tab, key, grids in self.grids:
+            if tab is table and key == (max_batch, n_shapes):
+                return grids
+        grids = table_grids(table, max_batch, n_shapes)
+        self.grids.append((table, (max_batch, n_shapes), grids))
+        return grids
+
+    def columns_and_plan(self, config, table, stream) -> tuple[ShapeColumns, QueuePlan]:
+        """`shape_columns` and `plan_queues` of a run, reused from a run built before when
+        they would be the same: the same table, request stream and workload (the objects:
+        a trace is not compared by value) and the same configuration but for contention."""
+        key = dataclasses.replace(config, contention=False)
+        for cfg, tab, drawn, columns, plan in self.plans:
+            same = tab is table and drawn is stream and cfg.workload is key.workload
+            if same and cfg == key:
+                return columns, plan
+        columns = shape_columns(config, table)
+        plan = plan_queues(config, columns, stream)
+        self.plans.append((key, table, stream, columns, plan))
+        return columns, plan
+
+    def same_bytes(self, a: np.ndarray) -> np.ndarray:
+        """The array already held with a's dtype, shape and bytes (compared as bytes: 0.0 and
+        -0.0 differ), else a, now held."""
+        alike = self.arrays.setdefault((a.dtype.str, a.shape), [])
+        for b in alike:
+            if b is a or np.array_equal(b.view(np.uint8), a.view(np.uint8)):
+                return b
+        alike.append(a)
+        return a
+
+
+def prepare_latency_run(
+    config: RuntimeConfig,
+    table: ServiceTable | None,
+    stream: RequestStream,
+    *,
+    allow_fifo: bool = True,
+    shared: SharedInputs | None = None,
+) -> LatencyRun:
+    """The latency-only run `simulate_latency_ms` makes, built and not yet run (`LatencyRun`).
+    `shared`: what runs built before it hold (see SharedInputs; None: nothing shared)."""
+    if config.service.source == "distribution":
+        table = None
+    elif table is None:
+        raise ValueError("service.source is model but no service table was given")
+    if shared is None:
+        columns = shape_columns(config, table)
+        plan = plan_queues(config, columns, stream)
+        grids = None
+    else:
+        columns, plan = shared.columns_and_plan(config, table, stream)
+        big_b = int(config.batch_policy.max_batch)
+        grids = shared.table_grids(table, big_b, len(columns.shapes))
+    fifo, args = kernel_args(config, table, columns, plan, stream, allow_fifo=allow_fifo,
+                             timeline=False, grids=grids)  # fmt: skip
+    if shared is not None:
+        n = len(stream.arrival_ms)
+        args = tuple(shared.same_bytes(a) if _per_request(a, n) else a for a in args)
+    return LatencyRun(arrival_ms=args[0], fifo=fifo, args=args)
+
+
+def _per_request(a, n: int) -> bool:
+    """An (N,) contiguous array argument (one entry per request): worth sharing."""
+    return isinstance(a, np.ndarray) and a.ndim == 1 and len(a) == n > 1 and a.flags.c_contiguous
 
 
 def _run(config, table, stream, *, allow_fifo: bool, timeline: bool):

@@ -29,6 +29,43 @@ def describe_ms(values: np.ndarray, *, with_max: bool = False) -> dict[str, floa
     return out
 
 
+def percentile_ranks(n: int, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What np.percentile(values, q) (linear method) reads of n values: (below, above, gamma),
+    per percentile in q the 0-based ranks in the ascending order of the values it interpolates
+    between (int64) and the weight of the upper one (float64).
+
+    numpy's own arithmetic, step by step (numpy/lib/_function_base_impl.py: `percentile`,
+    `_quantile`, `_get_indexes`, `_get_gamma`; numpy 2.x): virtual index (n - 1) * (q / 100),
+    its floor and the next rank; at or past the last value both ranks are the last (numpy's
+    index -1, which its gamma subtracts as -1). tests/runtime/test_fast_tail.py checks the
+    result against np.percentile bit for bit.
+    """
+    virtual = (n - 1) * np.true_divide(np.asarray(q, np.float64), 100)
+    below = np.floor(virtual)
+    above = below + 1
+    past = virtual >= n - 1
+    below[past] = -1
+    above[past] = -1
+    gamma = virtual - below.astype(np.intp)
+    last = np.int64(n - 1)
+    return (
+        np.where(past, last, below).astype(np.int64),
+        np.where(past, last, above).astype(np.int64),
+        gamma,
+    )
+
+
+def interpolate_percentiles(
+    at_below: np.ndarray, at_above: np.ndarray, gamma: np.ndarray
+) -> np.ndarray:
+    """np.percentile's linear interpolation between the values at the ranks `percentile_ranks`
+    gives (numpy's `_lerp`: from below for gamma < 0.5, from above otherwise), ms in, ms out."""
+    diff = at_above - at_below
+    out = at_below + diff * gamma
+    np.subtract(at_above, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
 def measured(result: RuntimeResult) -> slice:
     """Slice of the measured requests (after warm-up) in the per-request arrays."""
     return slice(result.first_measured, None)

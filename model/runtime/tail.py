@@ -13,7 +13,9 @@ Times in ms.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
@@ -21,8 +23,19 @@ from itertools import combinations
 import numpy as np
 
 from model.runtime.inputs import Fallback, RuntimeConfig
-from model.runtime.simulate import RuntimeResult, simulate_latency_ms
-from model.runtime.stats import measured, measured_latency_ms, measured_wait_ms
+from model.runtime.simulate import (
+    LatencyRun,
+    RuntimeResult,
+    SharedInputs,
+    prepare_latency_run,
+)
+from model.runtime.stats import (
+    interpolate_percentiles,
+    measured,
+    measured_latency_ms,
+    measured_wait_ms,
+    percentile_ranks,
+)
 from model.service import ServiceTable
 
 COMPONENTS = (
@@ -37,7 +50,12 @@ COMPONENTS = (
 )
 DRIVERS = ("placement", "fallback", "contention")
 # Threads running counterfactual re-runs at once: the machines this runs on have 2 cores, and
-# each run in flight holds its own per-request arrays (model/runtime/README.md "Memory").
+# each run in flight holds its own per-request arrays (model/runtime/README.md "Memory"). Up to
+# CONCURRENT_MAX_REQUESTS requests that is one pool thread and the caller, which runs re-runs
+# from the back of the queue once its own statistics are done (`finish_counterfactuals`): two
+# threads on two cores, where two pool threads beside the caller's statistics made three,
+# time-sliced, evicting each other's caches (an in-process A/B of mapping-dynamic-shapes'
+# summary, 60 each at load 1.3, 2026-12-01: 19.0 against 20.2 ms CPU, the same wall time).
 COUNTERFACTUAL_WORKERS = 2
 # Above this many requests the re-runs go one at a time: a second one in flight adds ~70 bytes
 # per request to the peak (measured by tests/runtime/test_memory.py at 2M requests: 322 bytes
@@ -46,63 +64,89 @@ COUNTERFACTUAL_WORKERS = 2
 CONCURRENT_MAX_REQUESTS = 1_000_000
 
 
+TAIL_PERCENTILES = (95.0, 99.0)
+
+
 def tail_percentiles(latency_ms: np.ndarray) -> tuple[float, float]:
     """(p95, p99) of latencies in ms, one np.percentile pass (linear interpolation)."""
-    p95, p99 = np.percentile(latency_ms, [95.0, 99.0])
+    p95, p99 = np.percentile(latency_ms, list(TAIL_PERCENTILES))
+    return float(p95), float(p99)
+
+
+@dataclass(frozen=True)
+class TailRanks:
+    """What np.percentile reads for p95 and p99 of n values (`stats.percentile_ranks`).
+
+    Attributes:
+        ranks: (R,) int64 unique ascending 0-based ranks of the order statistics it reads.
+        below, above: (2,) int64 positions in `ranks` of each percentile's two neighbours.
+        gamma: (2,) float64 weight of the upper neighbour.
+    """
+
+    ranks: np.ndarray
+    below: np.ndarray
+    above: np.ndarray
+    gamma: np.ndarray
+
+
+def tail_ranks(n: int) -> TailRanks:
+    """The TailRanks of n measured latencies (n >= 1)."""
+    if n <= 0:
+        raise ValueError("no measured requests: lower inputs.workload.warmup_fraction")
+    below, above, gamma = percentile_ranks(n, TAIL_PERCENTILES)
+    ranks = np.unique(np.concatenate([below, above]))
+    return TailRanks(ranks, np.searchsorted(ranks, below), np.searchsorted(ranks, above), gamma)
+
+
+def rerun_tail(run: LatencyRun, first: int, ranks: TailRanks | None = None) -> tuple[float, float]:
+    """(p95, p99) of a built re-run's latencies from request `first` on, ms: the bits
+    `tail_percentiles` gives on them (np.percentile's ranks and interpolation, from the four
+    order statistics it reads), with no per-request array kept or sorted. `ranks`: the
+    `tail_ranks` of its measured count when the caller has them (every re-run of a run
+    shares them)."""
+    if ranks is None:
+        ranks = tail_ranks(len(run.arrival_ms) - first)
+    values = run.order_stats(first, ranks.ranks)
+    p95, p99 = interpolate_percentiles(values[ranks.below], values[ranks.above], ranks.gamma)
     return float(p95), float(p99)
 
 
 def idle_core_time(result: RuntimeResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where at least one core is idle: (event times, cumulative idle-time at them, idle flag
-    from each time on). A pooled queue would have used such a core at once."""
+    from each time on). A pooled queue would have used such a core at once.
+
+    The events are the batch starts and finishes in stable time order; busy cores after each =
+    cumulative sum of +1 a start, -1 a finish (exact); idle = busy < cores (1.0 or 0.0);
+    cumulative = 0, then np.cumsum(idle[:-1] * np.diff(times)). One numba pass after the sort
+    (`model.runtime.kernel.idle_timeline`, the same bits; tests/runtime/test_fast_tail.py).
+    """
+    from model.runtime.kernel import idle_timeline  # numba loads only here
+
     b = result.batches
     times = np.concatenate([b.start_ms, b.finish_ms])
-    nb = len(b.start_ms)
-    delta = np.concatenate([np.ones(nb, np.int8), np.full(nb, -1, np.int8)])  # +1 start, -1 end
     order = np.argsort(times, kind="stable")
-    times = times[order]
-    busy = np.cumsum(delta[order], dtype=np.int64)  # exact: busy cores after each event
-    del order, delta
-    idle = (busy < int(result.config.hardware.cores)).astype(np.float64)
-    del busy
-    cumulative = np.concatenate([[0.0], np.cumsum(idle[:-1] * np.diff(times))])
-    return times, cumulative, idle
+    return idle_timeline(times, order, len(b.start_ms), int(result.config.hardware.cores))
 
 
-def _idle_until(x: np.ndarray, times, cumulative, idle) -> np.ndarray:
-    """Idle-core time accumulated until each time in x, ms: cumulative[i] + idle[i] *
-    max(x - times[i], 0) at the last event i at or before x, computed in place (one array of x's
-    length alive besides the index; same bits: + and * commute exactly)."""
-    i = np.searchsorted(times, x, side="right")
-    i -= 1
-    np.maximum(i, 0, out=i)
-    out = x - times[i]
-    np.maximum(out, 0.0, out=out)
-    out *= idle[i]
-    out += cumulative[i]
-    return out
+def imbalance_ms(result: RuntimeResult, first: int = 0) -> np.ndarray | None:
+    """Time each request from `first` on spent waiting for a core while another core was
+    idle, ms; None for central-queue, where it is 0 by construction (every queue is served by
+    every core). Per request: wait = start - arrival, batching = min(max(ready - arrival, 0),
+    wait), waited = idle-core time until start - idle-core time until arrival + batching,
+    clipped to [0, wait - batching] (the wait for a core: the upper bound), in one numba pass
+    over the requests that keeps no per-request array but its result
+    (`model.runtime.kernel.idle_core_wait`; tests/runtime/test_fast_tail.py checks it against
+    this definition in numpy, bit for bit)."""
+    from model.runtime.kernel import idle_core_wait  # numba loads only here
 
-
-def imbalance_ms(result: RuntimeResult, sel: slice | np.ndarray = slice(None)) -> np.ndarray | None:
-    """Time each request `sel` selects spent waiting for a core while another core was idle,
-    ms; None for central-queue, where it is 0 by construction (every queue is served by every
-    core). Per-request arrays are gathered here and dropped (none is kept on the result)."""
     if result.config.placement == "central-queue":
         return None
     req, b = result.requests, result.batches
     times, cumulative, idle = idle_core_time(result)
-    arrival = req.arrival_ms[sel]
-    start = req.of_batch(b.start_ms, sel)
-    waited = _idle_until(start, times, cumulative, idle)
-    wait = start - arrival
-    del start
-    batching = req.of_batch(b.ready_ms, sel) - arrival
-    np.maximum(batching, 0.0, out=batching)
-    np.minimum(batching, wait, out=batching)
-    waited -= _idle_until(arrival + batching, times, cumulative, idle)
-    wait -= batching  # the wait for a core: the upper bound
-    del batching
-    return np.clip(waited, 0.0, wait, out=waited)
+    return idle_core_wait(
+        times, cumulative, idle, req.arrival_ms, b.start_ms, b.ready_ms,
+        req.batch, req.identity, int(first),
+    )  # fmt: skip
 
 
 def batch_parts(result: RuntimeResult) -> dict[str, np.ndarray]:
@@ -171,7 +215,7 @@ def compositions(
     groups = [order[: max(1, math.ceil(f * n))] for f in fractions]
     batch_of = req.batch[m]
     per_batch_count = np.bincount(batch_of, minlength=len(result.batches.start_ms))
-    imbalance = imbalance_ms(result, m)
+    imbalance = imbalance_ms(result, result.first_measured)
     wait, batching = measured_wait_ms(result)
     imb = np.zeros(n) if imbalance is None else imbalance
     parts = batch_parts(result)
@@ -281,18 +325,22 @@ class PendingCounterfactuals:
         drivers: the active drivers, in DRIVERS order.
         runs: the subsets switched off, in the order submitted (`counterfactual_order`).
         futures: (p95, p99) of each run, ms, in the same order.
+        tasks: the same re-runs as calls (built ahead: up to CONCURRENT_MAX_REQUESTS
+            requests), for the caller to run any the pool has not started; () otherwise.
     """
 
     drivers: tuple[str, ...]
     runs: tuple[frozenset[str], ...]
     futures: tuple[Future, ...]
+    tasks: tuple[Callable[[], tuple[float, float]], ...] = ()
 
 
 def counterfactual_pool(result: RuntimeResult) -> ThreadPoolExecutor:
-    """The pool the re-runs share: COUNTERFACTUAL_WORKERS threads, one above
-    CONCURRENT_MAX_REQUESTS requests (memory)."""
+    """The pool the re-runs share: COUNTERFACTUAL_WORKERS - 1 threads (the caller is the
+    other, `finish_counterfactuals`), one above CONCURRENT_MAX_REQUESTS requests (memory: the
+    caller then only waits)."""
     small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
-    return ThreadPoolExecutor(max_workers=COUNTERFACTUAL_WORKERS if small else 1)
+    return ThreadPoolExecutor(max_workers=max(1, COUNTERFACTUAL_WORKERS - 1) if small else 1)
 
 
 def start_counterfactuals(
@@ -304,20 +352,32 @@ def start_counterfactuals(
     """Submit the 2^k - 1 re-runs over the k active drivers to `pool` (the run itself is the
     subset with none off), longest first up to CONCURRENT_MAX_REQUESTS requests. Each reuses
     the run's request stream (arrivals, shapes, service and placement draws) and is a
-    latency-only run (`simulate_latency_ms`: no timeline, only the per-batch arrays the event
-    loop reads written), its latencies dropped once their two percentiles are read. The kernels
-    release the GIL (nogil=True), so the re-runs overlap on the pool and with the caller's own
-    work."""
+    latency-only run (`prepare_latency_run`: no timeline, of the per-batch arrays only finish
+    written), of which only the four order statistics of its two percentiles come
+    back (`rerun_tail`). Up to CONCURRENT_MAX_REQUESTS requests the runs are built here, one
+    after another (sharing their equal per-request arrays), and handed over built: a pool
+    thread then holds the GIL only to enter two numba calls that release it (nogil=True), so
+    the re-runs overlap each other and the caller's own work. Larger runs are built in the
+    pool when their turn comes (one run's arrays alive at a time)."""
     drivers = active_drivers(result, table)
     small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
     runs = counterfactual_order(drivers, longest_first=small)
-    m = measured(result)
+    first = result.first_measured
+    shared = SharedInputs() if small else None
 
-    def tail_of(off: frozenset[str]) -> tuple[float, float]:
+    def build(off: frozenset[str]) -> LatencyRun:
         cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-        return tail_percentiles(simulate_latency_ms(cfg, tab, result.stream)[m])
+        return prepare_latency_run(cfg, tab, result.stream, shared=shared)
 
-    return PendingCounterfactuals(drivers, runs, tuple(pool.submit(tail_of, r) for r in runs))
+    if not small:
+        futures = tuple(pool.submit(lambda off=off: rerun_tail(build(off), first)) for off in runs)
+        return PendingCounterfactuals(drivers, runs, futures)
+    ranks = tail_ranks(len(result.stream.arrival_ms) - first) if runs else None
+    tasks, futures = [], []
+    for off in runs:
+        tasks.append(functools.partial(rerun_tail, build(off), first, ranks))
+        futures.append(pool.submit(tasks[-1]))
+    return PendingCounterfactuals(drivers, runs, tuple(futures), tuple(tasks))
 
 
 def finish_counterfactuals(
@@ -328,12 +388,18 @@ def finish_counterfactuals(
     all_compiled_table: ServiceTable | None,
 ) -> dict:
     """Wait for the re-runs and split p99 (and p95) exactly over the drivers (Shapley), ms.
-    `base_tail` is the run's own (p95, p99). The sums run in subset order, whichever re-run
-    finished first, so the bytes never depend on the threads."""
+    `base_tail` is the run's own (p95, p99). Where the re-runs were built ahead (`tasks`), the
+    caller runs those the pool has not started, from the back of the queue while the pool
+    works from the front. The sums run in subset order, whichever thread ran a re-run and
+    whichever finished first, so the bytes never depend on the threads."""
     drivers = pending.drivers
+    done: dict[int, tuple[float, float]] = {}
+    for j in reversed(range(len(pending.tasks))):  # the caller takes re-runs from the back
+        if pending.futures[j].cancel():  # not yet started by the pool
+            done[j] = pending.tasks[j]()
     tails = {frozenset(): base_tail}
-    for off, future in zip(pending.runs, pending.futures, strict=True):
-        tails[off] = future.result()
+    for j, (off, future) in enumerate(zip(pending.runs, pending.futures, strict=True)):
+        tails[off] = done[j] if j in done else future.result()
     p95 = {off: t[0] for off, t in tails.items()}
     p99 = {off: t[1] for off, t in tails.items()}
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
