@@ -3,6 +3,20 @@
 It is sequential by nature: every iteration's batch depends on what the previous ones left
 running, queued and cached, so it is one loop over iterations, compiled once and cached.
 Semantics: model/runtime/README.md "Continuous batching (LLM serving)".
+
+Bookkeeping (same results, less work per iteration): a running sequence in steady decode (its
+prompt prefilled, caught up after any preemption) takes exactly one token in every iteration
+that reaches it, so its KV length and token count are known from the engine's step counter and
+need no per-iteration update. Each engine keeps those sequences as the oldest part of its
+running list (`lazy`, a prefix in admission order), with their KV tokens as an integer running
+total and a count, by step, of those that emit their last token then. An iteration that reaches
+every one of them (the token budget and free KV cache hold them all) touches only the others
+(prefill chunks, recomputes, admissions), plus the decoders' interference when prefill tokens
+share the iteration and a retire pass when one of them finishes. Any other iteration (a budget
+or KV limit cuts into the decoders: preemption territory) first writes the decoders' state
+back and takes the plain per-sequence path. `incremental=False` always takes the plain path.
+Every float is computed from the same operands in the same order either way; integer counts
+stay integer.
 """
 
 from __future__ import annotations
@@ -22,10 +36,71 @@ def _grow(a, n):
     return out
 
 
+DIRECT_BUCKETS = 1 << 20
+"""Largest edge for which a bucket lookup is one array read (an int32 per token count: 4 MB at
+most); above it, a binary search. Either gives the same index."""
+
+
 @njit(cache=True)
-def _bucket(edges, x):
+def _bucket_index(edges):
+    """(edges[-1] + 1,) int32: for every count x up to the last edge, the index of the smallest
+    edge >= x (what np.searchsorted(edges, x) returns); empty when the last edge is above
+    DIRECT_BUCKETS. Four lookups an iteration were a binary search of ~7 unpredictable steps
+    each over the ~90 edges of a table."""
+    if len(edges) == 0 or edges[-1] > DIRECT_BUCKETS:
+        return np.empty(0, np.int32)
+    index = np.empty(edges[-1] + 1, np.int32)
+    j = 0
+    for x in range(edges[-1] + 1):
+        while edges[j] < x:
+            j += 1
+        index[x] = j
+    return index
+
+
+@njit(cache=True)
+def _bucket(edges, index, x):
     """Index of the smallest edge >= x (edges ascending; x never above the last)."""
+    if x < len(index):
+        return index[x]
     return np.searchsorted(edges, x)
+
+
+@njit(cache=True)
+def _write_back(e, running, lazy, steps, since, computed, generated, out_len, ends, lazy_kv):
+    """Bring engine e's lazy decoders' token counts up to date and make them plain running
+    sequences again (before an iteration that may not reach them all)."""
+    width = ends.shape[1]
+    for i in range(lazy[e]):
+        r = running[e, i]
+        ends[e, (since[r] + out_len[r] - generated[r]) % width] -= 1
+        took = steps[e] - since[r]
+        computed[r] += took
+        generated[r] += took
+    lazy[e] = 0
+    lazy_kv[e] = 0
+
+
+@njit(cache=True)
+def _extend_lazy(
+    e, running, n_running, lazy, steps, since, computed, generated, prompt, out_len, evicted_at,
+    ends, lazy_kv,
+):  # fmt: skip
+    """Grow engine e's lazy prefix over the running sequences right after it that are in
+    steady decode (one token to compute, a first token out, not catching up on a recompute)."""
+    width = ends.shape[1]
+    j = lazy[e]
+    while j < n_running[e]:
+        r = running[e, j]
+        if not (generated[r] > 0 and prompt[r] + generated[r] - computed[r] == 1) or not np.isnan(
+            evicted_at[r]
+        ):
+            break
+        since[r] = steps[e]
+        ends[e, (steps[e] + out_len[r] - generated[r]) % width] += 1
+        lazy_kv[e] += computed[r]
+        j += 1
+    lazy[e] = j
 
 
 @njit(cache=True, nogil=True)  # as kernel.py's loop: the app's UI thread runs while it does
@@ -43,6 +118,7 @@ def serving_kernel(
     kv_capacity,
     pinned,
     decode_alone,
+    incremental,
     draws,
     m_edges,
     lin_ms,
@@ -55,21 +131,24 @@ def serving_kernel(
 
     Requests (N,) sorted by arrival: arrival ms, prompt and output lengths (tokens), route (the
     engine for round-robin/random). request_level: admit only into an empty engine (the batch
-    runs until its last sequence ends: request-level batching, for comparison). kv_capacity: KV-cache tokens per engine. decode_alone: an iteration with
-    decode steps is priced as if it had no prefill tokens (the prefill-interference
-    counterfactual, model/runtime/serving_attribution.py). pinned: iteration
-    i takes draws[i % len(draws)] ms; else the table: lin_ms[m bucket of decode + prefill
-    tokens] + dec_attn_ms[decode seqs, kv bucket of their mean KV length] + pre_attn_ms[prefill
-    token bucket]. Returns per-request first-token and finish times, preemption counts,
-    per-iteration arrays (start, end, engine, decode seqs, prefill tokens, KV tokens held) and
-    the number of times the KV-cache limit refused an admission or forced a preemption.
+    runs until its last sequence ends: request-level batching, for comparison). kv_capacity:
+    KV-cache tokens per engine. decode_alone: an iteration with decode steps is priced as if it
+    had no prefill tokens (the prefill-interference counterfactual,
+    model/runtime/serving_attribution.py). incremental: the decoders' bookkeeping by step count
+    (module docstring); False: every running sequence visited every iteration (same results).
+    pinned: iteration i takes draws[i % len(draws)] ms; else the table: lin_ms[m bucket of
+    decode + prefill tokens] + dec_attn_ms[decode seqs, kv bucket of their mean KV length] +
+    pre_attn_ms[prefill token bucket]. Returns per-request first-token and finish times,
+    preemption counts, per-iteration arrays (start, end, engine, decode seqs, prefill tokens, KV
+    tokens held) and the number of times the KV-cache limit refused an admission or forced a
+    preemption.
     """
     n = len(arrival)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     preempted = np.zeros(n, np.int64)
-    computed = np.zeros(n, np.int64)
-    generated = np.zeros(n, np.int64)
+    computed = np.zeros(n, np.int64)  # of a lazy decoder: as of step since[r]
+    generated = np.zeros(n, np.int64)  # likewise
     scheduled = np.full(n, np.nan)  # start of the first iteration that scheduled the request
     interference = np.zeros(n)  # decode-step time spent on others' prefill tokens, ms
     lost = np.zeros(n)  # preemption: from eviction until recomputed to where it was, ms
@@ -87,7 +166,16 @@ def serving_kernel(
     outstanding = np.zeros(n_engines, np.int64)
     engine_of = np.full(n, -1, np.int64)
     clock = np.zeros(n_engines)
-    rows = np.empty(max_seqs, np.int64)  # the iteration's scheduled requests, in order
+    # Lazy decoders (module docstring): running[e, :lazy[e]], their KV tokens, and by step
+    # (mod width: no lazy decoder is more than max(out_len) steps from its last token) how
+    # many emit their last token at that step of the engine.
+    lazy = np.zeros(n_engines, np.int64)
+    lazy_kv = np.zeros(n_engines, np.int64)
+    steps = np.zeros(n_engines, np.int64)  # iterations that reached every lazy decoder
+    since = np.zeros(n, np.int64)  # the engine's step when the sequence turned lazy
+    width = int(out_len.max()) + 1 if n > 0 else 1
+    ends = np.zeros((n_engines, width), np.int64)
+    rows = np.empty(max_seqs, np.int64)  # the iteration's other scheduled requests, in order
     tokens = np.empty(max_seqs, np.int64)
     decoding = np.empty(max_seqs, np.bool_)  # a decode step (one token after the first)
     cap_it = 1024
@@ -97,6 +185,9 @@ def serving_kernel(
     it_decode = np.empty(cap_it, np.int64)
     it_prefill = np.empty(cap_it, np.int64)
     it_kv = np.empty(cap_it, np.int64)
+    m_index = _bucket_index(m_edges)
+    kv_index = _bucket_index(kv_edges)
+    p_index = _bucket_index(p_edges)
     kv_limited = 0  # times the KV limit refused an admission or forced a preemption
     k = 0
     nxt = 0
@@ -128,13 +219,19 @@ def serving_kernel(
         q = n_engines if placement == CENTRAL else e
         budget = max_tokens
         free = kv_capacity - kv_used[e]
+        # 1a. the lazy decoders, oldest first, one token each, if the iteration reaches them all
+        if lazy[e] > budget or lazy[e] > free:
+            _write_back(e, running, lazy, steps, since, computed, generated, out_len, ends, lazy_kv)
+        n_lazy = lazy[e]
+        n_dec = n_lazy
+        kv_dec = lazy_kv[e] + n_lazy
+        budget -= n_lazy
+        free -= n_lazy
         ns = 0
-        n_dec = 0
-        kv_dec = 0
         pre = 0
         any_preempt = False
-        # 1. running sequences, oldest first: a decode step or the next prefill chunk each
-        i = 0
+        # 1b. the other running sequences, oldest first: a decode step or the next prefill chunk
+        i = n_lazy
         while i < n_running[e] and budget > 0:
             r = running[e, i]
             need = prompt[r] + generated[r] - computed[r]
@@ -144,7 +241,7 @@ def serving_kernel(
             if take > free:
                 kv_limited += 1
             while take > free:  # preempt the newest running sequence (recompute later)
-                last = n_running[e] - 1
+                last = n_running[e] - 1  # never a lazy one: it stops at r, after them
                 v = running[e, last]
                 n_running[e] = last
                 free += computed[v]
@@ -184,7 +281,7 @@ def serving_kernel(
                 r = ring[q, head[q]]
                 need = prompt[r] + generated[r] - computed[r]
                 take = min(need, budget) if chunked else need
-                if take > budget and not (not chunked and ns == 0):
+                if take > budget and not (not chunked and ns == 0 and n_lazy == 0):
                     break
                 if take > free:
                     kv_limited += 1
@@ -209,7 +306,7 @@ def serving_kernel(
                 ns += 1
                 budget -= take
                 free -= take
-        if ns == 0:  # idle: sleep until the next arrival (it may be another engine's)
+        if ns == 0 and n_lazy == 0:  # idle: sleep until the next arrival (maybe another engine's)
             clock[e] = arrival[nxt] if nxt < n else inf
             continue
         if pinned:  # the drawn time whatever the batch: no prefill interference by construction
@@ -219,17 +316,26 @@ def serving_kernel(
             attn = 0.0
             if n_dec > 0:
                 mean_kv = (kv_dec + n_dec - 1) // n_dec
-                attn = dec_attn_ms[n_dec - 1, _bucket(kv_edges, mean_kv)]
-            dt = lin_ms[_bucket(m_edges, n_dec + pre)] + attn
-            dt_decode_only = lin_ms[_bucket(m_edges, max(n_dec, 1))] + attn
+                attn = dec_attn_ms[n_dec - 1, _bucket(kv_edges, kv_index, mean_kv)]
+            dt = lin_ms[_bucket(m_edges, m_index, n_dec + pre)] + attn
+            dt_decode_only = lin_ms[_bucket(m_edges, m_index, max(n_dec, 1))] + attn
             if pre > 0:
-                dt += pre_attn_ms[_bucket(p_edges, pre)]
+                dt += pre_attn_ms[_bucket(p_edges, p_index, pre)]
             if decode_alone and n_dec > 0:
                 dt = dt_decode_only
         end = t + dt
         # apply: KV grows by the tokens computed; a sequence that caught up emits a token
         kv_used[e] += n_dec + pre  # every scheduled token enters the KV cache
         any_finished = False
+        if n_lazy > 0:
+            extra = dt - dt_decode_only
+            # x + 0.0 is x (interference is never -0.0): a zero difference adds nothing
+            if pre > 0 and extra != 0.0:
+                for j in range(n_lazy):
+                    interference[running[e, j]] += extra
+            steps[e] += 1
+            lazy_kv[e] += n_lazy
+            any_finished = ends[e, steps[e] % width] > 0
         for s in range(ns):
             r = rows[s]
             if decoding[s] and pre > 0:  # without prefill tokens the difference is 0.0
@@ -248,8 +354,18 @@ def serving_kernel(
                     any_finished = True
         if any_finished:  # only a sequence scheduled now can have finished
             w = 0
+            kept_lazy = 0
             for i in range(n_running[e]):  # retire finished sequences, keep admission order
                 r = running[e, i]
+                if i < n_lazy:  # up to date: since[r] + out_len - generated is its last step
+                    took = steps[e] - since[r]
+                    if generated[r] + took >= out_len[r]:
+                        computed[r] += took
+                        generated[r] += took
+                        ends[e, steps[e] % width] -= 1
+                        lazy_kv[e] -= computed[r]
+                    else:
+                        kept_lazy += 1
                 if generated[r] >= out_len[r]:
                     finish[r] = end
                     kv_used[e] -= computed[r]
@@ -259,6 +375,12 @@ def serving_kernel(
                     running[e, w] = r
                     w += 1
             n_running[e] = w
+            lazy[e] = kept_lazy
+        if incremental and lazy[e] < n_running[e]:
+            _extend_lazy(
+                e, running, n_running, lazy, steps, since, computed, generated, prompt, out_len,
+                evicted_at, ends, lazy_kv,
+            )  # fmt: skip
         if k >= len(it_start):
             it_start = _grow(it_start, k + 1)
             it_end = _grow(it_end, k + 1)
