@@ -178,7 +178,7 @@ def serving_kernel(
     rows = np.empty(max_seqs, np.int64)  # the iteration's other scheduled requests, in order
     tokens = np.empty(max_seqs, np.int64)
     decoding = np.empty(max_seqs, np.bool_)  # a decode step (one token after the first)
-    cap_it = 1024
+    cap_it = max(1024, 8 * n)  # the example runs ~5 a request: grown (copied) rarely
     it_start = np.empty(cap_it)
     it_end = np.empty(cap_it)
     it_engine = np.empty(cap_it, np.int64)
