@@ -314,8 +314,10 @@ Stages of one max_num_seqs step outside the app (median of {STAGE_REPEATS}): {st
 {timeline_text(traced)}
 The keypress budget is {verdict} at this load. The first key of a burst runs at once (no
 debounce); the iteration table is gathered from the plan's kept cells (those of the next arrow
-steps are evaluated while the app is idle after each run); the simulation is most of what is
-left, then the chart rebuild and screen update. The serving kernel releases the GIL, so the UI loop keeps
+steps are evaluated while the app is idle after each run); then the worker's simulation, summary
+and chart series, and on the UI thread the KV chart's rebuild (plotext, then rich's ANSI decode)
+and the screen update that draws it. The status and serving lines repaint in place (a layout
+pass only when their height changes). The serving kernel releases the GIL, so the UI loop keeps
 running meanwhile.
 Load average (`uptime`) before: {before[0]:.2f}, {before[1]:.2f}, {before[2]:.2f}; after:
 {after[0]:.2f}, {after[1]:.2f}, {after[2]:.2f} (2 cores shared with other engineers' work).
