@@ -38,6 +38,10 @@ STAGE_REPEATS = 7
 COMPARE_ROUNDS = 4  # sessions of each tree in --compare
 SESSIONS = 2  # sessions of this tree in a plain run, each reported
 TARGET_P95_MS = 100.0  # the app's keypress budget (issue 12), on an idle machine
+TYPING_GAPS_S = (0.08, 0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22)
+"""The traced session's last keys come this long after the previous edit's frame: around the
+idle work it starts (neighbour cells, then the decode-step run, from 0.15 s after the serving
+run landed), as a person typing on would."""
 
 TIMELINE = r"""
 import functools, threading
@@ -80,9 +84,10 @@ def timeline():
     # relative to the key, ms, flagged when it ran before the frame; and for each key, the
     # spans still running when it arrived
     rows = []
-    for number, (sent, shown) in enumerate(SENT):
+    for number, (sent, shown, typing) in enumerate(SENT):
         until = SENT[number + 1][0] if number + 1 < len(SENT) else shown + 2.0
         rows.append({
+            "typing": typing,
             "total": (shown - sent) * 1e3,
             "spans": [(n, (a - sent) * 1e3, (z - a) * 1e3, a <= shown) for n, a, z, _ in SPANS
                       if sent <= a < until],
@@ -96,6 +101,7 @@ timeline session (`--timeline`, and one session of a plain run)."""
 CHILD = (
     CHILD_PRELUDE
     + TIMELINE
+    + f"TYPING_GAPS_S = {TYPING_GAPS_S!r}\n"
     + r"""
 
 async def idle(app):  # no worker runs, no form piece waits to mount (StepScreen.mount_later)
@@ -110,7 +116,7 @@ async def wait(condition, sent, what, timeout=20.0):
         if time.perf_counter() - sent > timeout:
             raise RuntimeError(what)
 
-async def press(app, chart, key):
+async def press(app, chart, key, after=None):
     before = chart.data
     sent = time.perf_counter()
     app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
@@ -118,9 +124,12 @@ async def press(app, chart, key):
     await wait(lambda: chart.drawn, sent, f"the KV chart was never redrawn after {key!r}")
     await wait(lambda: [t for t in app.frames if t >= chart.built_at], sent, "no frame")
     shown = min(t for t in app.frames if t >= chart.built_at)
-    SENT.append((sent, shown))
-    await idle(app)
-    await asyncio.sleep(0.2)  # a pause between edits, as a person makes
+    SENT.append((sent, shown, after is not None))
+    if after is None:
+        await idle(app)
+        await asyncio.sleep(0.2)  # a pause between edits, as a person makes
+    else:  # typing on: the next key `after` s after this frame, whatever still runs
+        await asyncio.sleep(after - (time.perf_counter() - shown))
     return (shown - sent) * 1000.0
 
 async def main(drafts, steps, traced):
@@ -150,6 +159,12 @@ async def main(drafts, steps, traced):
             before = screen.config.batch_policy.chunked_prefill
             out["chunked_prefill"].append(await press(app, chart, "down"))
             assert screen.config.batch_policy.chunked_prefill != before
+        if traced:  # then keys that land on the idle work the last edit started
+            screen.editor("tune-batch_policy-max_num_seqs").input.focus()
+            await idle(app)
+            await asyncio.sleep(0.2)
+            out["typing"] = [await press(app, chart, "down", gap) for gap in TYPING_GAPS_S]
+            await idle(app)
         task.cancel()
         out["model_runs"] = app.lab.model_runs - runs
     out["stalls"] = asdict(monitor.summary())
@@ -225,7 +240,8 @@ def stage_times() -> dict[str, float]:
 def timeline_text(session: dict) -> str:
     """The traced session's stages, median over its edits: start after the key and duration
     (ms) of each, the UI's layout passes, and what background work a key found running."""
-    rows = session["timeline"]
+    typing = [row for row in session["timeline"] if row["typing"]]
+    rows = [row for row in session["timeline"] if not row["typing"]]
     stages: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         first: dict[str, tuple[float, float]] = {}
@@ -252,6 +268,21 @@ def timeline_text(session: dict) -> str:
         for name in order
     ]
     found = [name for row in rows for name in row["running_at_key"]]
+    met = [name for row in typing for name in row["running_at_key"]] + [
+        name for row in typing for name, _, _, early in row["spans"] if "(idle)" in name and early
+    ]  # running when the key came, or started (by the last edit) before the key's frame
+    typed = (
+        f" Then {len(typing)} max_num_seqs steps, each key "
+        f"{min(TYPING_GAPS_S) * 1e3:.0f}-{max(TYPING_GAPS_S) * 1e3:.0f} ms after the previous "
+        f"frame: keypress to frame p50 "
+        f"{statistics.median(r['total'] for r in typing):.0f} ms, max "
+        f"{max(r['total'] for r in typing):.0f} ms; the last edit's idle work between those "
+        "keys and their frames: "
+        + (", ".join(f"{n} ({met.count(n)} keys)" for n in sorted(set(met))) or "none")
+        + "."
+        if typing
+        else ""
+    )
     return (
         f"In-app timeline ({len(rows)} edits of one traced session, median; start after the "
         f"key): {'; '.join(parts)}. Full-screen layout passes between key and frame: median "
@@ -259,7 +290,7 @@ def timeline_text(session: dict) -> str:
         f"{statistics.median(sum(x) for x in layouts):.1f} ms. Keypress to frame in the traced "
         f"session: median {statistics.median(r['total'] for r in rows):.0f} ms. Background work "
         f"running when a key arrived: {', '.join(sorted(set(found))) or 'none'} (the session "
-        f"waits for the app to be idle between edits)."
+        f"waits for the app to be idle between edits)." + typed
     )
 
 
