@@ -38,9 +38,70 @@ STAGE_REPEATS = 7
 COMPARE_ROUNDS = 4  # sessions of each tree in --compare
 SESSIONS = 2  # sessions of this tree in a plain run, each reported
 TARGET_P95_MS = 100.0  # the app's keypress budget (issue 12), on an idle machine
+TYPING_GAPS_S = (0.08, 0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22)
+"""The traced session's last keys come this long after the previous edit's frame: around the
+idle work it starts (neighbour cells, then the decode-step run, from 0.15 s after the serving
+run landed), as a person typing on would."""
+
+TIMELINE = r"""
+import functools, threading
+SPANS = []  # (stage, start, end, on the UI thread)
+SENT = []  # (key sent, frame shown) of every edit
+
+def span(stage, fn):
+    @functools.wraps(fn)
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SPANS.append((stage, start, time.perf_counter(),
+                          threading.current_thread() is threading.main_thread()))
+    return timed
+
+def install_spans():
+    import model.runtime.serving_profiles as profiles
+    import textual.screen
+    import triage.serving_scenario as serving
+    import workbench.lab.engine as engine
+    import workbench.screens.tune as tune
+    import workbench.widgets.charts as charts
+    engine.Lab.serving_run = span("serving run (worker)", engine.Lab.serving_run)
+    engine.TableMemo.iteration_table = span("iteration table", engine.TableMemo.iteration_table)
+    serving.simulate_serving = span("simulation", serving.simulate_serving)
+    serving.serving_summary = span("summary", serving.serving_summary)
+    profiles.serving_profiles = span("chart series", profiles.serving_profiles)
+    engine.prefetch_serving_cells = span("neighbour cells (idle)", engine.prefetch_serving_cells)
+    engine.Lab.preview = span("decode-step run (idle)", engine.Lab.preview)
+    tune.TuneScreen.request_runs = span("key handling (UI)", tune.TuneScreen.request_runs)
+    tune.TuneScreen.show_serving = span("show serving run (UI)", tune.TuneScreen.show_serving)
+    charts.Chart._build = span("chart rebuild (UI)", charts.Chart._build)
+    textual.screen.Screen._refresh_layout = span(
+        "screen layout pass (UI)", textual.screen.Screen._refresh_layout)
+
+def timeline():
+    # every span from an edit's key to the next key (the idle work after the frame too),
+    # relative to the key, ms, flagged when it ran before the frame; and for each key, the
+    # spans still running when it arrived
+    rows = []
+    for number, (sent, shown, typing) in enumerate(SENT):
+        until = SENT[number + 1][0] if number + 1 < len(SENT) else shown + 2.0
+        rows.append({
+            "typing": typing,
+            "total": (shown - sent) * 1e3,
+            "spans": [(n, (a - sent) * 1e3, (z - a) * 1e3, a <= shown) for n, a, z, _ in SPANS
+                      if sent <= a < until],
+            "running_at_key": sorted({n for n, a, z, _ in SPANS if a < sent < z}),
+        })
+    return rows
+"""
+"""Spans (perf_counter) around each stage of a serving edit, worker and UI thread, for the
+timeline session (`--timeline`, and one session of a plain run)."""
 
 CHILD = (
     CHILD_PRELUDE
+    + TIMELINE
+    + f"TYPING_GAPS_S = {TYPING_GAPS_S!r}\n"
     + r"""
 
 async def idle(app):  # no worker runs, no form piece waits to mount (StepScreen.mount_later)
@@ -55,7 +116,7 @@ async def wait(condition, sent, what, timeout=20.0):
         if time.perf_counter() - sent > timeout:
             raise RuntimeError(what)
 
-async def press(app, chart, key):
+async def press(app, chart, key, after=None):
     before = chart.data
     sent = time.perf_counter()
     app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
@@ -63,11 +124,17 @@ async def press(app, chart, key):
     await wait(lambda: chart.drawn, sent, f"the KV chart was never redrawn after {key!r}")
     await wait(lambda: [t for t in app.frames if t >= chart.built_at], sent, "no frame")
     shown = min(t for t in app.frames if t >= chart.built_at)
-    await idle(app)
-    await asyncio.sleep(0.2)  # a pause between edits, as a person makes
+    SENT.append((sent, shown, after is not None))
+    if after is None:
+        await idle(app)
+        await asyncio.sleep(0.2)  # a pause between edits, as a person makes
+    else:  # typing on: the next key `after` s after this frame, whatever still runs
+        await asyncio.sleep(after - (time.perf_counter() - shown))
     return (shown - sent) * 1000.0
 
-async def main(drafts, steps):
+async def main(drafts, steps, traced):
+    if traced:
+        install_spans()
     path = example_path("llm-serving-continuous")
     app = Measured(open_working(load_packet(path), Path(path)),
                    WorkbenchOptions(drafts_folder=Path(drafts)))
@@ -92,21 +159,29 @@ async def main(drafts, steps):
             before = screen.config.batch_policy.chunked_prefill
             out["chunked_prefill"].append(await press(app, chart, "down"))
             assert screen.config.batch_policy.chunked_prefill != before
+        if traced:  # then keys that land on the idle work the last edit started
+            screen.editor("tune-batch_policy-max_num_seqs").input.focus()
+            await idle(app)
+            await asyncio.sleep(0.2)
+            out["typing"] = [await press(app, chart, "down", gap) for gap in TYPING_GAPS_S]
+            await idle(app)
         task.cancel()
         out["model_runs"] = app.lab.model_runs - runs
     out["stalls"] = asdict(monitor.summary())
+    if traced:
+        out["timeline"] = timeline()
     print(json.dumps(out))
 
-asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), len(sys.argv) > 3))
 """
 )
 
 
-def run_session(home: Path, root: Path = REPO) -> dict:
+def run_session(home: Path, root: Path = REPO, *, traced: bool = False) -> dict:
     """Run the session in a fresh process on the source tree `root`; latencies (ms) per kind
-    of edit, runs and stalls."""
+    of edit, runs and stalls (with `traced`, the per-edit timeline too: `timeline_text`)."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(home / "drafts"), str(STEPS)],
+        [sys.executable, "-c", CHILD, str(home / "drafts"), str(STEPS), *(["trace"] * traced)],
         capture_output=True,
         text=True,
         env=env(home, root),
@@ -162,6 +237,63 @@ def stage_times() -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def timeline_text(session: dict) -> str:
+    """The traced session's stages, median over its edits: start after the key and duration
+    (ms) of each, the UI's layout passes, and what background work a key found running."""
+    typing = [row for row in session["timeline"] if row["typing"]]
+    rows = [row for row in session["timeline"] if not row["typing"]]
+    stages: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        first: dict[str, tuple[float, float]] = {}
+        for name, start, took, _ in row["spans"]:
+            if name == "screen layout pass (UI)":
+                continue
+            if name not in first and not (name == "serving run (worker)" and took < 1.0):
+                first[name] = (start, took)  # the baseline's serving run comes from the cache
+        for name, value in first.items():
+            stages.setdefault(name, []).append(value)
+    layouts = [
+        [
+            took
+            for name, _, took, early in row["spans"]
+            if name == "screen layout pass (UI)" and early
+        ]
+        for row in rows
+    ]
+    order = sorted(stages, key=lambda n: statistics.median(v[0] for v in stages[n]))
+    parts = [
+        f"{name} at +{statistics.median(v[0] for v in stages[name]):.0f} ms for "
+        f"{statistics.median(v[1] for v in stages[name]):.1f} ms"
+        + (f" ({len(stages[name])} of {len(rows)} edits)" if len(stages[name]) < len(rows) else "")
+        for name in order
+    ]
+    found = [name for row in rows for name in row["running_at_key"]]
+    met = [name for row in typing for name in row["running_at_key"]] + [
+        name for row in typing for name, _, _, early in row["spans"] if "(idle)" in name and early
+    ]  # running when the key came, or started (by the last edit) before the key's frame
+    typed = (
+        f" Then {len(typing)} max_num_seqs steps, each key "
+        f"{min(TYPING_GAPS_S) * 1e3:.0f}-{max(TYPING_GAPS_S) * 1e3:.0f} ms after the previous "
+        f"frame: keypress to frame p50 "
+        f"{statistics.median(r['total'] for r in typing):.0f} ms, max "
+        f"{max(r['total'] for r in typing):.0f} ms; the last edit's idle work between those "
+        "keys and their frames: "
+        + (", ".join(f"{n} ({met.count(n)} keys)" for n in sorted(set(met))) or "none")
+        + "."
+        if typing
+        else ""
+    )
+    return (
+        f"In-app timeline ({len(rows)} edits of one traced session, median; start after the "
+        f"key): {'; '.join(parts)}. Full-screen layout passes between key and frame: median "
+        f"{statistics.median(len(x) for x in layouts):.0f} per edit, "
+        f"{statistics.median(sum(x) for x in layouts):.1f} ms. Keypress to frame in the traced "
+        f"session: median {statistics.median(r['total'] for r in rows):.0f} ms. Background work "
+        f"running when a key arrived: {', '.join(sorted(set(found))) or 'none'} (the session "
+        f"waits for the app to be idle between edits)." + typed
+    )
+
+
 def _p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
@@ -188,6 +320,7 @@ def main() -> None:
     before = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         sessions = [run_session(Path(folder)) for _ in range(SESSIONS)]
+        traced = run_session(Path(folder), traced=True)
     stages = stage_times()
     after = os.getloadavg()
     parts = [_session_rows(n, session) for n, session in enumerate(sessions, start=1)]
@@ -209,10 +342,13 @@ run.
 
 {by_kind}
 Stages of one max_num_seqs step outside the app (median of {STAGE_REPEATS}): {stage_text}.
+{timeline_text(traced)}
 The keypress budget is {verdict} at this load. The first key of a burst runs at once (no
 debounce); the iteration table is gathered from the plan's kept cells (those of the next arrow
-steps are evaluated while the app is idle after each run); the simulation is most of what is
-left, then the chart rebuild and screen update. The serving kernel releases the GIL, so the UI loop keeps
+steps are evaluated while the app is idle after each run); then the worker's simulation, summary
+and chart series, and on the UI thread the KV chart's rebuild (plotext, then rich's ANSI decode)
+and the screen update that draws it. The status and serving lines repaint in place (a layout
+pass only when their height changes). The serving kernel releases the GIL, so the UI loop keeps
 running meanwhile.
 Load average (`uptime`) before: {before[0]:.2f}, {before[1]:.2f}, {before[2]:.2f}; after:
 {after[0]:.2f}, {after[1]:.2f}, {after[2]:.2f} (2 cores shared with other engineers' work).
@@ -265,5 +401,8 @@ two rows; the target (p95 <= {TARGET_P95_MS:.0f} ms) is for an idle machine.
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--compare":
         compare(sys.argv[2])
+    elif sys.argv[1:] == ["--timeline"]:  # one traced session, printed (nothing written)
+        with tempfile.TemporaryDirectory() as folder:
+            print(timeline_text(run_session(Path(folder), traced=True)))
     else:
         main()

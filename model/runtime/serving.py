@@ -351,12 +351,15 @@ def simulate_serving(
     *,
     request_level: bool = False,
     decode_alone: bool = False,
+    incremental: bool = True,
 ) -> ServingResult:
     """Run the continuous scheduler. table: required for `service.source: model`.
     request_level: admit requests only into an empty engine (request-level batching, the
     baseline continuous batching is judged against; same iteration costs). decode_alone: price
     every iteration with decode steps without its prefill tokens (the prefill-interference
-    counterfactual of model/runtime/serving_attribution.py)."""
+    counterfactual of model/runtime/serving_attribution.py). incremental: False visits every
+    running sequence every iteration instead of keeping the decoders' counts by step (the
+    plain scan the incremental bookkeeping is checked against: identical results, slower)."""
     pinned = config.service.source == "distribution"
     _require(pinned or table is not None, "service.source model needs an iteration table")
     stream = stream or generate_serving_requests(config)
@@ -375,6 +378,7 @@ def simulate_serving(
         np.int64(kv if kv is not None else np.iinfo(np.int64).max // 4),
         pinned,
         bool(decode_alone),
+        bool(incremental),
         stream.iteration_draws_ms if pinned else np.zeros(1),
         *_table_arrays(None if pinned else table, config),
     )

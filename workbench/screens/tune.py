@@ -54,6 +54,7 @@ from workbench.lab.engine import (
     subject,
 )
 from workbench.widgets.field_editor import FieldEditor
+from workbench.widgets.in_place import update_in_place
 
 from .lab_screen import LabScreen
 from .tune_form import TuneField, make_editor, start_spec, tune_sections
@@ -400,7 +401,7 @@ class TuneScreen(LabScreen):
         target, base = self.working_subject(working), subject(working)
         shown = self.shown_runs or (None, None)
         status = self._status(shown[0], shown[1], target, updating=True)
-        self.query_one("#tune-status", Static).update(status)
+        update_in_place(self.query_one("#tune-status", Static), status)
         self.forget("tune-full")  # a full run still on its way is for an older configuration
         self.workers.cancel_group(self, DECODE_WAIT)  # its decode step is for an older edit
         if self.serving and is_serving(target) and is_serving(base):
@@ -502,14 +503,14 @@ class TuneScreen(LabScreen):
 
         run, base = result
         self.shown_serving = (run, base)
-        self.query_one("#tune-serving", Static).update(serving_text(run, base))
+        update_in_place(self.query_one("#tune-serving", Static), serving_text(run, base))
         both = [("baseline", base), ("working", run)]
         self.query_one("#tune-kv", Chart).show(kv_chart(both))
         packet = self.workbench.working.packet
         for metric in SERVING_DISTRIBUTIONS:
             chart = self.query_one(f"#{SERVING_DISTRIBUTION_CHARTS[metric]}", Chart)
             chart.show(serving_distribution_chart(metric, run, base, packet))
-        self.query_one("#serving-engines", Static).update(engine_load_line(run, base))
+        update_in_place(self.query_one("#serving-engines", Static), engine_load_line(run, base))
         self.query_one("#load-chart", Chart).show(queue_chart(both))
         self.query_one("#tune-hbm", Chart).show(serving_hbm_chart(both))
         self.request_extras()  # the worksheet and candidates of a serving packet read it
@@ -563,7 +564,7 @@ class TuneScreen(LabScreen):
         packet = self.workbench.working.packet
         self.shown_runs = (run, base)
         target = self.working_subject(self.workbench.working)
-        self.query_one("#tune-status", Static).update(self._status(run, base, target))
+        update_in_place(self.query_one("#tune-status", Static), self._status(run, base, target))
         charted = (run.latency_ms, run.profiles, base, packet)
         # A run completing a preview already charted has the same series objects: no redraw.
         if not self.serving and (
