@@ -51,6 +51,18 @@ def bucket_edges(largest: int) -> np.ndarray:
     return np.asarray(edges, np.int64)
 
 
+def prefill_edges(largest: int, compiled: Sequence[int]) -> np.ndarray:
+    """(P,) int64 prefill-chunk edges: `bucket_edges(largest)` plus every compiled seq_len
+    bucket up to `largest`. A chunk is priced at the smallest edge >= it, and that edge at the
+    smallest compiled bucket >= it; with the compiled buckets among the edges, a chunk in
+    (b[i-1], b[i]] lands on an edge in (b[i-1], b[i]] and so runs padded to b[i], as the
+    engine pads it, and is never padded twice (to a ladder edge past b[i], then to b[i+1]:
+    a 1,020-token chunk at seq_len 2,048 instead of 1,024)."""
+    ladder = bucket_edges(largest)
+    inside = [int(b) for b in compiled if int(b) <= largest]
+    return np.union1d(ladder, np.asarray(inside, np.int64)).astype(np.int64)
+
+
 def _kernel_ms(kernels, layers: int, pick) -> np.ndarray:
     total = np.zeros(len(kernels[0].launch_us))
     for k in kernels:
@@ -148,7 +160,7 @@ class IterationCosts:
 
     def _edges(self, max_num_seqs: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
         biggest_p = max(max_tokens, self.longest_sequence)
-        return bucket_edges(max_num_seqs + biggest_p), bucket_edges(biggest_p)
+        return bucket_edges(max_num_seqs + biggest_p), prefill_edges(biggest_p, self._compiled)
 
     def _missing(self, m_edges: np.ndarray, p_edges: np.ndarray, max_num_seqs: int) -> bool:
         return (

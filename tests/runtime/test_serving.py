@@ -308,12 +308,37 @@ def test_prefill_chunks_pad_to_compiled_buckets_and_fall_back_above_them() -> No
     tight = build_iteration_table(
         LLAMA_8B, hw, "standard", {}, compiled_shapes=[1024], dispatch_us=50.0, **kwargs
     )
-    at = {p: int(np.searchsorted(free.p_edges, p)) for p in (300, 700, 4096)}
-    assert not tight.pre_fallback[at[700]] and tight.pre_fallback[at[4096]]
-    assert tight.pre_attn_ms[at[300]] == tight.pre_attn_ms[at[700]]  # both padded to 1024
-    assert tight.pre_attn_ms[at[700]] > free.pre_attn_ms[at[700]]
-    assert tight.pre_attn_ms[at[4096]] > free.pre_attn_ms[at[4096]]  # generic path
+    def price(table, p: int) -> tuple[float, bool]:  # as the kernel looks a chunk up
+        at = int(np.searchsorted(table.p_edges, p))
+        return float(table.pre_attn_ms[at]), bool(table.pre_fallback[at])
+
+    assert not price(tight, 700)[1] and price(tight, 4096)[1]
+    assert price(tight, 300)[0] == price(tight, 700)[0]  # both padded to 1024
+    assert price(tight, 700)[0] > price(free, 700)[0]
+    assert price(tight, 4096)[0] > price(free, 4096)[0]  # generic path
     assert not free.pre_fallback.any()
+
+
+def test_a_chunk_is_padded_once_to_its_compiled_bucket() -> None:
+    """A chunk just under a compiled bucket runs padded to that bucket, not first to a ladder
+    edge above it and then to the next bucket: 1,020 tokens cost what 1,024 cost, and 1,025
+    (the next bucket, 2,048) more; the ladder alone would put 1,020 and 1,025 on one edge."""
+    hw = preset("h100-sxm")
+    table = build_iteration_table(
+        LLAMA_8B, hw, "standard", {}, compiled_shapes=[256, 512, 1024, 2048, 4096],
+        max_num_seqs=4, max_tokens=4096, longest_sequence=4096,
+    )  # fmt: skip
+    exact = build_iteration_table(
+        LLAMA_8B, hw, "standard", {}, compiled_shapes=[1024], max_num_seqs=4, max_tokens=1024,
+        longest_sequence=1024,
+    )  # fmt: skip
+
+    def price(t, p: int) -> float:
+        return float(t.pre_attn_ms[int(np.searchsorted(t.p_edges, p))])
+
+    assert set(table.p_edges.tolist()) >= {256, 512, 1024, 2048, 4096}
+    assert price(table, 1020) == price(table, 1024) == price(exact, 1024)
+    assert price(table, 1025) == price(table, 2048) > price(table, 1024)
 
 
 def _outputs(run) -> list[np.ndarray]:
