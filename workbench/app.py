@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
@@ -32,6 +33,7 @@ from workbench.core.hangup import HANGUP_POLL_S, terminal_hung_up
 from workbench.core.heap import freeze_heap
 from workbench.core.keymap import keymap_path, load_keymap
 from workbench.core.palette import PaletteCommand, WorkbenchCommands
+from workbench.core.quiet import UserQuiet
 from workbench.core.session import (
     WorkingPacket,
     apply_edit,
@@ -52,6 +54,7 @@ from .widgets.step_list import StepRow
 
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
+USER_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 WARM_UP_AFTER_S = 0.3  # after the first frame: loading numba then would delay that frame
 
 
@@ -129,6 +132,12 @@ class WorkbenchApp(App[int]):
         self._exit_deadline: threading.Timer | None = None
         self._draft_timer: Timer | None = None
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
+        self.model_loaded = threading.Event()
+        """Set once the start-up warm-up has imported the model and loaded its numba kernels
+        (or gave up): work that steps start on their own waits for it or a pause."""
+        self.quiet = UserQuiet()
+        """When the user last pressed a key, clicked or switched steps: start-up work in
+        threads waits for a pause (`UserQuiet.wait`), so a step switch keeps the UI thread."""
         self.step_screens: dict[str, StepScreen] = {}
         """The step screens built so far, by step id (each is built once, on its first visit,
         and kept: its mode's screen)."""
@@ -190,8 +199,12 @@ class WorkbenchApp(App[int]):
     def _load_screens(self) -> None:
         """Import every step's screen module and what it imports on first use
         (`StepScreen.preload`), off the UI thread: the first frame needs only the first
-        step's, and a first visit then finds its modules loaded."""
+        step's, and a first visit then finds its modules loaded. One step's modules at a
+        time, each once the user pauses (`quiet`): a step switch made meanwhile imports what
+        it needs itself rather than waiting for the interpreter lock behind this thread."""
         for step in self.steps:
+            if not self.quiet.wait():
+                return
             cls = screen_class(step)
             if cls is not None and issubclass(cls, StepScreen):
                 cls.preload()
@@ -202,10 +215,21 @@ class WorkbenchApp(App[int]):
         working = self.working
 
         def warm() -> None:
-            import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
+            # Each piece once the user pauses (`quiet`): a step switch meanwhile keeps the
+            # interpreter lock. Steps' own work waits for this (or a pause), `_model_ready`.
+            try:
+                if not self.quiet.wait():
+                    return
+                import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
 
-            self.lab.warm_up()
+                if not self.quiet.wait():
+                    return
+                self.lab.warm_up()
+            finally:
+                self.model_loaded.set()
             base = subject(working)
+            if not self.quiet.wait():
+                return
             self.lab.run(base)
             if is_serving(base):  # what a serving packet's Baseline step shows
                 self.lab.serving_run(base)
@@ -224,7 +248,13 @@ class WorkbenchApp(App[int]):
         if refresh is not None:
             refresh()
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, USER_EVENTS):
+            self.quiet.touch()  # the user is at work: start-up threads wait (`quiet`)
+        await super().on_event(event)
+
     def on_unmount(self) -> None:
+        self.quiet.closed.set()  # start-up threads waiting for a pause stop
         gc.unfreeze()  # what freeze_heap kept may be collected again (apps run in one process)
         self._remove_signal_handlers()
         if self._stall_monitor is not None and self.options.stall_report:
@@ -413,6 +443,7 @@ class WorkbenchApp(App[int]):
             self.left = self.left | {self.current_step}
             self.save_draft_now()
         self.current_step = step_id
+        self.quiet.touch()
         self.switch_mode(step_id)
 
     def _step_offset(self, offset: int) -> None:
