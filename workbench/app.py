@@ -52,6 +52,7 @@ from .screens.modals import DraftQuestion, HelpScreen, RecoverScreen
 from .screens.registry import default_steps
 from .widgets.step_list import StepRow
 
+REVEAL_WITHIN_S = 1.0  # a first visit's screen shows after this even if not mounted yet
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
 USER_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
@@ -138,6 +139,8 @@ class WorkbenchApp(App[int]):
         self.quiet = UserQuiet()
         """When the user last pressed a key, clicked or switched steps: start-up work in
         threads waits for a pause (`UserQuiet.wait`), so a step switch keeps the UI thread."""
+        self._switching = False  # inside goto_step's switch_mode (`delay_update`)
+        self._held: StepScreen | None = None  # the first visit updates are held for
         self.step_screens: dict[str, StepScreen] = {}
         """The step screens built so far, by step id (each is built once, on its first visit,
         and kept: its mode's screen)."""
@@ -444,7 +447,37 @@ class WorkbenchApp(App[int]):
             self.save_draft_now()
         self.current_step = step_id
         self.quiet.touch()
-        self.switch_mode(step_id)
+        first_visit = step_id not in self.step_screens
+        self._switching = True
+        try:
+            self.switch_mode(step_id)
+        finally:
+            self._switching = False
+        if first_visit and step_id in self.step_screens and self._held is None:
+            self._hold_updates(self.step_screens[step_id])
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        """Textual's switch_mode holds every update for `delay` to hide a screen still being
+        built; a step switch holds them instead until the new step's screen has mounted
+        (`_hold_updates`), and a return, whose screen is built, shows at once."""
+        if not self._switching:
+            super().delay_update(delay)
+
+    def _hold_updates(self, screen: StepScreen) -> None:
+        """Hold screen updates until `screen` (a first visit's, being built) has mounted and
+        shown its packet (`reveal`), or REVEAL_WITHIN_S at most: the first frame shows the
+        whole screen, as soon as it is ready (not a fixed 50 ms later, nor part of it)."""
+        self._held = screen
+        self._begin_batch()  # Textual's own hold (what delay_update and batch_update use)
+        self.set_timer(REVEAL_WITHIN_S, partial(self.reveal, screen), name="reveal-step")
+
+    def reveal(self, screen: StepScreen) -> None:
+        """Let updates through again if they are held for `screen` (its mount calls this)."""
+        if self._held is screen:
+            self._held = None
+            self._end_batch()
+            if not self._batch_count:
+                self.screen.refresh()
 
     def _step_offset(self, offset: int) -> None:
         ids = [step.id for step in self.steps]

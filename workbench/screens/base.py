@@ -93,6 +93,11 @@ class StepScreen(Screen):
         self.watch(self.workbench, "working", self._packet_changed, init=False)
         self.watch(self.workbench, "left", self._steps_changed, init=False)
         self._bring_up_to_date()
+        # Runs after the subclasses' on_mount (Textual calls each class's, most derived
+        # first): the screen is whole and shows its packet, so its first frame may go out.
+        reveal = getattr(self.app, "reveal", None)
+        if reveal is not None:
+            reveal(self)
 
     def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
         """Mount the widgets `build()` makes (called then, so they show the state of that
