@@ -136,6 +136,10 @@ class WorkbenchApp(App[int]):
         self.model_loaded = threading.Event()
         """Set once the start-up warm-up has imported the model and loaded its numba kernels
         (or gave up): work that steps start on their own waits for it or a pause."""
+        self.model_wanted = threading.Event()
+        """Set when a step's own work needs the model now (`want_model`): the warm-up stops
+        waiting for a pause."""
+        self._warming = False  # the warm-up worker has started and not finished
         self.quiet = UserQuiet()
         """When the user last pressed a key, clicked or switched steps: start-up work in
         threads waits for a pause (`UserQuiet.wait`), so a step switch keeps the UI thread."""
@@ -220,18 +224,20 @@ class WorkbenchApp(App[int]):
         def warm() -> None:
             # Each piece once the user pauses (`quiet`): a step switch meanwhile keeps the
             # interpreter lock. Steps' own work waits for this (or a pause), `_model_ready`.
+            wanted = self.model_wanted
             try:
-                if not self.quiet.wait():
+                if not self.quiet.wait(until=wanted):
                     return
                 import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
 
-                if not self.quiet.wait():
+                if not self.quiet.wait(until=wanted):
                     return
                 self.lab.warm_up()
             finally:
                 self.model_loaded.set()
+                self._warming = False
             base = subject(working)
-            if not self.quiet.wait():
+            if not self.quiet.wait(until=wanted):
                 return
             self.lab.run(base)
             if is_serving(base):  # what a serving packet's Baseline step shows
@@ -239,7 +245,16 @@ class WorkbenchApp(App[int]):
             with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile
                 self.call_from_thread(self._lab_warmed_up)
 
+        self._warming = True
         self.run_worker(warm, name="lab-warm-up", thread=True, exit_on_error=False)
+
+    def want_model(self) -> bool:
+        """A step's work needs the model now: the warm-up loads it without waiting for a
+        pause. False when no warm-up is on its way (the work loads the model itself)."""
+        if self.model_loaded.is_set() or not self._warming:
+            return False
+        self.model_wanted.set()
+        return True
 
     def _lab_warmed_up(self) -> None:
         self._refresh_step_marks()

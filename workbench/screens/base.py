@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from workbench.app import WorkbenchApp
     from workbench.core.steps import Step
     from workbench.widgets.field_editor import FieldEditor
+
+
+PIECE_QUIET_S = 0.2
+"""`mount_later` pieces wait until the user has not pressed a key for this long (seconds):
+longer than the gap between keys typed or held (Tab, arrows, a field's text: 30-150 ms), short
+enough that the rest of a form is in before the eye gets to it."""
 
 
 class StepScreen(Screen):
@@ -56,6 +62,7 @@ class StepScreen(Screen):
         self._mounting = False  # a piece of `_later` is being mounted
         self._next_scheduled = False  # a `_mount_next` waits for the next refresh
         self._unplaced = 0  # pieces mounted and not laid out yet
+        self._shown_at = time.monotonic()  # when the screen was last shown (`on_screen_for`)
         self._later_root: Widget | None = None  # where the pieces go (the first parent given)
 
     @classmethod
@@ -89,7 +96,12 @@ class StepScreen(Screen):
     def show_packet(self, working: WorkingPacket) -> None:
         """Bring the content up to date with `working`."""
 
+    def on_screen_for(self) -> float:
+        """Seconds since the screen was last shown (0 while it is off screen)."""
+        return time.monotonic() - self._shown_at if self.is_current else 0.0
+
     def on_mount(self) -> None:
+        self._shown_at = time.monotonic()
         self.watch(self.workbench, "working", self._packet_changed, init=False)
         self.watch(self.workbench, "left", self._steps_changed, init=False)
         self._bring_up_to_date()
@@ -106,9 +118,11 @@ class StepScreen(Screen):
         order, one per refresh, and only while the screen is on screen: a step left before
         its pieces are all in (ctrl+n right after its first frame) pauses them, so the next
         step's first visit does not wait behind them, and they go on when it returns. Keep
-        each piece small (~30 ms of mounting, a key waits for at most one): a Tab between
-        pieces moves among the fields mounted so far, and a Tab that would leave them for
-        good mounts the rest first (`focus_next`)."""
+        each piece small (~30 ms of mounting, a key waits for at most one). While keys come
+        in (less than PIECE_QUIET_S apart) pieces wait: each piece lays out the whole screen
+        again (60-140 ms under load on a long form, a stall of every key typed meanwhile). A
+        Tab between pieces moves among the fields mounted so far, and a Tab that would leave
+        them mounts the next piece first (`focus_next`)."""
         if self._later_root is None and isinstance(parent, Widget):
             self._later_root = parent
         self._later.append((parent, build))
@@ -134,6 +148,12 @@ class StepScreen(Screen):
             return
         if not self.is_current:  # left meanwhile: `on_screen_resume` goes on
             return
+        quiet = getattr(self.app, "quiet", None)
+        wait = PIECE_QUIET_S - quiet.user_quiet_for() if quiet is not None else 0.0
+        if wait > 0:  # keys are coming in: mount when they pause
+            self._next_scheduled = True
+            self.set_timer(wait, self._mount_next)
+            return
         await self._mount_piece()
         self._schedule_next()
 
@@ -141,7 +161,7 @@ class StepScreen(Screen):
         """Mount the first piece waiting (one at a time: a Tab may ask while one mounts)."""
         quiet = getattr(self.app, "quiet", None)
         if quiet is not None:  # start-up threads leave the interpreter lock to this too
-            quiet.touch()
+            quiet.busy()
         self._mounting = True
         try:
             parent, build = self._later[0]
@@ -170,9 +190,9 @@ class StepScreen(Screen):
         chain by where widgets are laid out, and a widget mounted since the last layout sits
         at (0, 0): a Tab then jumped into the piece just mounted (seen in tmux: from the step
         list to the hardware section). So a move waits for the layout after a piece, and one
-        past the fields mounted so far waits for the rest to mount first."""
+        past the fields mounted so far mounts the next piece first."""
         if self._focus_waits_for_pieces(direction):
-            self.call_next(self._move_focus_after_the_rest, direction, selector)
+            self.call_next(self._move_focus_after_a_piece, direction, selector)
         elif self._unplaced or self._mounting:
             self.call_after_refresh(self._move_focus_in_order, direction, selector)
         elif direction > 0:
@@ -195,17 +215,10 @@ class StepScreen(Screen):
         inside = root in focused.ancestors
         return inside != (root in target.ancestors) and inside == (direction > 0)
 
-    async def _move_focus_after_the_rest(self, direction: int, selector: str | type) -> None:
-        await self.mount_the_rest()
-        self._move_focus_in_order(direction, selector)
-
-    async def mount_the_rest(self) -> None:
-        """Mount every piece still waiting, now (what a Tab past the mounted fields needs)."""
-        while self._later and self.is_attached and not self.app._exit:
-            if self._mounting:  # a piece is on its way: wait for it
-                await asyncio.sleep(0)
-                continue
+    async def _move_focus_after_a_piece(self, direction: int, selector: str | type) -> None:
+        if self._later and not self._mounting:
             await self._mount_piece()
+        self._move_focus_in_order(direction, selector)
 
     def _style_inputs(self) -> tuple[object, ...]:
         """What app-wide state the screen's styles depend on (theme, the app's classes and
@@ -217,6 +230,7 @@ class StepScreen(Screen):
         # Textual restyles every widget of a screen each time it is shown (~20 ms for a lab
         # step, ~150 ms for the Packet form, twice on a first visit); the widgets already
         # have the styles of an unchanged app (focus changes restyle what they touch).
+        self._shown_at = time.monotonic()
         inputs = self._style_inputs()
         if inputs == self._styled_for:
             event.refresh_styles = False

@@ -309,17 +309,23 @@ class WorkScreen(StepScreen):
             self.show_error(f"showing the result failed: {one_line(exc)}")
 
     async def _model_ready(self) -> None:
-        """Return once the model is loaded (the app's `model_loaded`) or the user has paused
-        (`UserQuiet`): loading numba's kernels holds the interpreter lock for ~1 s, and a
-        first visit's work would load them while the user walks on through the steps,
-        slowing every step switch two- to threefold. Work asked for after a pause runs at once."""
+        """Return once the model is loaded (the app's `model_loaded`), the user has paused
+        or the screen has stayed on screen QUIET_S (`UserQuiet`): loading numba's kernels
+        holds the interpreter lock for ~1 s, and the work of a step the user only passes
+        through (ctrl+n, ctrl+n, ...) would load them meanwhile, slowing each next step
+        switch two- to threefold. Work on a step the user stays on asks the app's warm-up
+        for the model (`want_model`) and waits for that one load: several works loading it
+        in their own threads at once took the UI loop's CPU for 100-200 ms at a time."""
         from workbench.core.quiet import QUIET_S
 
         loaded = getattr(self.app, "model_loaded", None)
         quiet = getattr(self.app, "quiet", None)
         if loaded is None or quiet is None:
             return
-        while not loaded.is_set() and quiet.quiet_for() < QUIET_S:
+        while not loaded.is_set():
+            stays = quiet.user_quiet_for() >= QUIET_S or self.on_screen_for() >= QUIET_S
+            if stays and not self.workbench.want_model():  # type: ignore[attr-defined]
+                return  # no warm-up on its way: this work loads the model itself
             await asyncio.sleep(0.02)
 
     def _set_busy(self, channel: str, ticket: Ticket, label: str) -> None:
