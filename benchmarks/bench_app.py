@@ -309,17 +309,20 @@ tests running); the targets are for an otherwise idle one.
 
 Step switches build each step's screen on its first visit. What Textual would redo there is
 skipped (a new screen counted out of date re-parsed every stylesheet and restyled the screen being
-left and the new one; every show restyled every widget), the other steps' modules are imported
-in a thread after the first frame (`StepScreen.preload`), and the Packet and Tune forms mount
-their sections below the fold in one piece right after their first frame
-(`StepScreen.mount_later`). In-process, headless at 80x24 on an idle UI, a first visit now
-costs 70-130 ms of UI-thread CPU (Review ~250 ms; was 120-350 ms) and a return 10-20 ms. The
-tmux walk switches as soon as each title shows, so it overlaps what start-up does in the
-background (the Packet form's second piece, ~0.2 s on the UI thread; the screen-module loader
-and the numba warm-up in threads, which take the GIL from the UI loop): the step-switch and
-walk-stall targets are missed. Not done: building screens ahead of time when idle (Textual has
-no public way to compose a screen off the stack) and splitting a first visit below one 50 ms
-slice.
+left and the new one; every show restyled every widget), and a first visit's frame goes out as
+soon as its screen has mounted (Textual's switch held every frame a fixed 50 ms; a return now
+shows at once). The Packet and Tune forms mount their sections below the fold after the first
+frame, a few editors per piece, only while their step is on screen and the keys pause 0.2 s
+(`StepScreen.mount_later`; Tab keeps the form order meanwhile). Start-up work in threads (the
+other steps' modules, `StepScreen.preload`; the numba warm-up) waits until the user pauses 0.4 s
+(`workbench/core/quiet.py`): it took the interpreter lock from the UI thread while the walk
+switched steps. A step's own model work before the warm-up has run waits until the user stays on
+that step 0.4 s (or pauses), then has the warm-up load the model once. So the walk's first
+visits import their own modules (Baseline ~50 ms) and the model loads while the walk tunes in
+Tune: the worst walk stalls are there, numba loading in a thread. Not done: building screens
+ahead of time (Textual composes a screen only once it is pushed or its mode shown; starting one
+off the stack would need its private `_register`, and its layout and first render still wait
+for the switch).
 
 UI-loop lag while walking the steps, editing fields and tuning max_batch (last tmux run, `--stall-report`):
 {stalls["samples"]} wake-ups every {stalls["interval_ms"]:g} ms; lag p50 {stalls["p50_ms"]:.1f} ms,

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
@@ -32,6 +33,7 @@ from workbench.core.hangup import HANGUP_POLL_S, terminal_hung_up
 from workbench.core.heap import freeze_heap
 from workbench.core.keymap import keymap_path, load_keymap
 from workbench.core.palette import PaletteCommand, WorkbenchCommands
+from workbench.core.quiet import UserQuiet
 from workbench.core.session import (
     WorkingPacket,
     apply_edit,
@@ -50,8 +52,10 @@ from .screens.modals import DraftQuestion, HelpScreen, RecoverScreen
 from .screens.registry import default_steps
 from .widgets.step_list import StepRow
 
+REVEAL_WITHIN_S = 1.0  # a first visit's screen shows after this even if not mounted yet
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
+USER_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 WARM_UP_AFTER_S = 0.3  # after the first frame: loading numba then would delay that frame
 
 
@@ -129,6 +133,18 @@ class WorkbenchApp(App[int]):
         self._exit_deadline: threading.Timer | None = None
         self._draft_timer: Timer | None = None
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
+        self.model_loaded = threading.Event()
+        """Set once the start-up warm-up has imported the model and loaded its numba kernels
+        (or gave up): work that steps start on their own waits for it or a pause."""
+        self.model_wanted = threading.Event()
+        """Set when a step's own work needs the model now (`want_model`): the warm-up stops
+        waiting for a pause."""
+        self._warming = False  # the warm-up worker has started and not finished
+        self.quiet = UserQuiet()
+        """When the user last pressed a key, clicked or switched steps: start-up work in
+        threads waits for a pause (`UserQuiet.wait`), so a step switch keeps the UI thread."""
+        self._switching = False  # inside goto_step's switch_mode (`delay_update`)
+        self._held: StepScreen | None = None  # the first visit updates are held for
         self.step_screens: dict[str, StepScreen] = {}
         """The step screens built so far, by step id (each is built once, on its first visit,
         and kept: its mode's screen)."""
@@ -190,8 +206,12 @@ class WorkbenchApp(App[int]):
     def _load_screens(self) -> None:
         """Import every step's screen module and what it imports on first use
         (`StepScreen.preload`), off the UI thread: the first frame needs only the first
-        step's, and a first visit then finds its modules loaded."""
+        step's, and a first visit then finds its modules loaded. One step's modules at a
+        time, each once the user pauses (`quiet`): a step switch made meanwhile imports what
+        it needs itself rather than waiting for the interpreter lock behind this thread."""
         for step in self.steps:
+            if not self.quiet.wait():
+                return
             cls = screen_class(step)
             if cls is not None and issubclass(cls, StepScreen):
                 cls.preload()
@@ -202,17 +222,39 @@ class WorkbenchApp(App[int]):
         working = self.working
 
         def warm() -> None:
-            import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
+            # Each piece once the user pauses (`quiet`): a step switch meanwhile keeps the
+            # interpreter lock. Steps' own work waits for this (or a pause), `_model_ready`.
+            wanted = self.model_wanted
+            try:
+                if not self.quiet.wait(until=wanted):
+                    return
+                import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
 
-            self.lab.warm_up()
+                if not self.quiet.wait(until=wanted):
+                    return
+                self.lab.warm_up()
+            finally:
+                self.model_loaded.set()
+                self._warming = False
             base = subject(working)
+            if not self.quiet.wait(until=wanted):
+                return
             self.lab.run(base)
             if is_serving(base):  # what a serving packet's Baseline step shows
                 self.lab.serving_run(base)
             with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile
                 self.call_from_thread(self._lab_warmed_up)
 
+        self._warming = True
         self.run_worker(warm, name="lab-warm-up", thread=True, exit_on_error=False)
+
+    def want_model(self) -> bool:
+        """A step's work needs the model now: the warm-up loads it without waiting for a
+        pause. False when no warm-up is on its way (the work loads the model itself)."""
+        if self.model_loaded.is_set() or not self._warming:
+            return False
+        self.model_wanted.set()
+        return True
 
     def _lab_warmed_up(self) -> None:
         self._refresh_step_marks()
@@ -224,7 +266,13 @@ class WorkbenchApp(App[int]):
         if refresh is not None:
             refresh()
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, USER_EVENTS):
+            self.quiet.touch()  # the user is at work: start-up threads wait (`quiet`)
+        await super().on_event(event)
+
     def on_unmount(self) -> None:
+        self.quiet.closed.set()  # start-up threads waiting for a pause stop
         gc.unfreeze()  # what freeze_heap kept may be collected again (apps run in one process)
         self._remove_signal_handlers()
         if self._stall_monitor is not None and self.options.stall_report:
@@ -413,7 +461,38 @@ class WorkbenchApp(App[int]):
             self.left = self.left | {self.current_step}
             self.save_draft_now()
         self.current_step = step_id
-        self.switch_mode(step_id)
+        self.quiet.touch()
+        first_visit = step_id not in self.step_screens
+        self._switching = True
+        try:
+            self.switch_mode(step_id)
+        finally:
+            self._switching = False
+        if first_visit and step_id in self.step_screens and self._held is None:
+            self._hold_updates(self.step_screens[step_id])
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        """Textual's switch_mode holds every update for `delay` to hide a screen still being
+        built; a step switch holds them instead until the new step's screen has mounted
+        (`_hold_updates`), and a return, whose screen is built, shows at once."""
+        if not self._switching:
+            super().delay_update(delay)
+
+    def _hold_updates(self, screen: StepScreen) -> None:
+        """Hold screen updates until `screen` (a first visit's, being built) has mounted and
+        shown its packet (`reveal`), or REVEAL_WITHIN_S at most: the first frame shows the
+        whole screen, as soon as it is ready (not a fixed 50 ms later, nor part of it)."""
+        self._held = screen
+        self._begin_batch()  # Textual's own hold (what delay_update and batch_update use)
+        self.set_timer(REVEAL_WITHIN_S, partial(self.reveal, screen), name="reveal-step")
+
+    def reveal(self, screen: StepScreen) -> None:
+        """Let updates through again if they are held for `screen` (its mount calls this)."""
+        if self._held is screen:
+            self._held = None
+            self._end_batch()
+            if not self._batch_count:
+                self.screen.refresh()
 
     def _step_offset(self, offset: int) -> None:
         ids = [step.id for step in self.steps]

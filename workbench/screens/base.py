@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,9 +19,17 @@ from workbench.widgets.note import Note
 from workbench.widgets.step_list import StepList
 
 if TYPE_CHECKING:
+    from textual.css.query import QueryType
+
     from workbench.app import WorkbenchApp
     from workbench.core.steps import Step
     from workbench.widgets.field_editor import FieldEditor
+
+
+PIECE_QUIET_S = 0.2
+"""`mount_later` pieces wait until the user has not pressed a key for this long (seconds):
+longer than the gap between keys typed or held (Tab, arrows, a field's text: 30-150 ms), short
+enough that the rest of a form is in before the eye gets to it."""
 
 
 class StepScreen(Screen):
@@ -50,6 +59,11 @@ class StepScreen(Screen):
         self._css_update_count = getattr(self.app, "_css_update_count", -1)
         self._styled_for = self._style_inputs()
         self._later: list[tuple[Widget | str, Callable[[], list[Widget]]]] = []
+        self._mounting = False  # a piece of `_later` is being mounted
+        self._next_scheduled = False  # a `_mount_next` waits for the next refresh
+        self._unplaced = 0  # pieces mounted and not laid out yet
+        self._shown_at = time.monotonic()  # when the screen was last shown (`on_screen_for`)
+        self._later_root: Widget | None = None  # where the pieces go (the first parent given)
 
     @classmethod
     def preload(cls) -> None:
@@ -82,19 +96,42 @@ class StepScreen(Screen):
     def show_packet(self, working: WorkingPacket) -> None:
         """Bring the content up to date with `working`."""
 
+    def on_screen_for(self) -> float:
+        """Seconds since the screen was last shown (0 while it is off screen)."""
+        return time.monotonic() - self._shown_at if self.is_current else 0.0
+
     def on_mount(self) -> None:
+        self._shown_at = time.monotonic()
         self.watch(self.workbench, "working", self._packet_changed, init=False)
         self.watch(self.workbench, "left", self._steps_changed, init=False)
         self._bring_up_to_date()
+        # Runs after the subclasses' on_mount (Textual calls each class's, most derived
+        # first): the screen is whole and shows its packet, so its first frame may go out.
+        reveal = getattr(self.app, "reveal", None)
+        if reveal is not None:
+            reveal(self)
 
     def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
         """Mount the widgets `build()` makes (called then, so they show the state of that
         moment) at the end of `parent` (a widget, or a selector for one an earlier piece
         mounts), after the frame on screen; pieces handed in one after another mount in
-        order, one per refresh. (A piece mounted while keys are coming in can upset where
-        Tab goes next: hand in few, large pieces, as soon after the first frame as may be.)"""
+        order, one per refresh, and only while the screen is on screen: a step left before
+        its pieces are all in (ctrl+n right after its first frame) pauses them, so the next
+        step's first visit does not wait behind them, and they go on when it returns. Keep
+        each piece small (~30 ms of mounting, a key waits for at most one). While keys come
+        in (less than PIECE_QUIET_S apart) pieces wait: each piece lays out the whole screen
+        again (60-140 ms under load on a long form, a stall of every key typed meanwhile). A
+        Tab between pieces moves among the fields mounted so far, and a Tab that would leave
+        them mounts the next piece first (`focus_next`)."""
+        if self._later_root is None and isinstance(parent, Widget):
+            self._later_root = parent
         self._later.append((parent, build))
-        if len(self._later) == 1:
+        self._schedule_next()
+
+    def _schedule_next(self) -> None:
+        """Mount the next piece after the next refresh (one such call waits at a time)."""
+        if self._later and not self._next_scheduled:
+            self._next_scheduled = True
             self.call_after_refresh(self._mount_next)
 
     @property
@@ -103,17 +140,85 @@ class StepScreen(Screen):
         return bool(self._later)
 
     async def _mount_next(self) -> None:
-        if not self._later:
+        self._next_scheduled = False
+        if not self._later or self._mounting:
             return
         if not self.is_attached or self.app._exit:  # quitting already
             self._later.clear()
             return
-        parent, build = self._later[0]
-        target = self.query_one(parent) if isinstance(parent, str) else parent
-        await target.mount_all(build())
-        self._later.pop(0)
-        if self._later:
-            self.call_after_refresh(self._mount_next)
+        if not self.is_current:  # left meanwhile: `on_screen_resume` goes on
+            return
+        quiet = getattr(self.app, "quiet", None)
+        wait = PIECE_QUIET_S - quiet.user_quiet_for() if quiet is not None else 0.0
+        if wait > 0:  # keys are coming in: mount when they pause
+            self._next_scheduled = True
+            self.set_timer(wait, self._mount_next)
+            return
+        await self._mount_piece()
+        self._schedule_next()
+
+    async def _mount_piece(self) -> None:
+        """Mount the first piece waiting (one at a time: a Tab may ask while one mounts)."""
+        quiet = getattr(self.app, "quiet", None)
+        if quiet is not None:  # start-up threads leave the interpreter lock to this too
+            quiet.busy()
+        self._mounting = True
+        try:
+            parent, build = self._later[0]
+            target = self.query_one(parent) if isinstance(parent, str) else parent
+            await target.mount_all(build())
+            self._later.pop(0)
+        finally:
+            self._mounting = False
+        self._unplaced += 1  # until the layout after this piece (`_move_focus_in_order`)
+        self.call_after_refresh(self._placed)
+
+    def _placed(self) -> None:
+        self._unplaced -= 1
+
+    def focus_next(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        """Focus the next widget (Tab), in the order of the whole form while pieces mount
+        (`mount_later`): see `_move_focus_in_order`."""
+        return self._move_focus_in_order(1, selector)
+
+    def focus_previous(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        """Focus the previous widget (shift+Tab), like `focus_next`."""
+        return self._move_focus_in_order(-1, selector)
+
+    def _move_focus_in_order(self, direction: int, selector: str | type) -> Widget | None:
+        """Move focus by `direction` as if every piece were mounted. Textual orders the focus
+        chain by where widgets are laid out, and a widget mounted since the last layout sits
+        at (0, 0): a Tab then jumped into the piece just mounted (seen in tmux: from the step
+        list to the hardware section). So a move waits for the layout after a piece, and one
+        past the fields mounted so far mounts the next piece first."""
+        if self._focus_waits_for_pieces(direction):
+            self.call_next(self._move_focus_after_a_piece, direction, selector)
+        elif self._unplaced or self._mounting:
+            self.call_after_refresh(self._move_focus_in_order, direction, selector)
+        elif direction > 0:
+            return super().focus_next(selector)
+        else:
+            return super().focus_previous(selector)
+        return self.focused
+
+    def _focus_waits_for_pieces(self, direction: int) -> bool:
+        """True when pieces wait and a move of focus by `direction` would go from the widget
+        they mount into (the first `mount_later` parent) to one outside it, or back into it
+        from outside (shift+Tab from the step list wraps to the form's last field)."""
+        root, focused = self._later_root, self.focused
+        if not self._later or root is None or focused is None:
+            return False
+        chain = self.focus_chain
+        if focused not in chain:
+            return False
+        target = chain[(chain.index(focused) + direction) % len(chain)]
+        inside = root in focused.ancestors
+        return inside != (root in target.ancestors) and inside == (direction > 0)
+
+    async def _move_focus_after_a_piece(self, direction: int, selector: str | type) -> None:
+        if self._later and not self._mounting:
+            await self._mount_piece()
+        self._move_focus_in_order(direction, selector)
 
     def _style_inputs(self) -> tuple[object, ...]:
         """What app-wide state the screen's styles depend on (theme, the app's classes and
@@ -125,11 +230,13 @@ class StepScreen(Screen):
         # Textual restyles every widget of a screen each time it is shown (~20 ms for a lab
         # step, ~150 ms for the Packet form, twice on a first visit); the widgets already
         # have the styles of an unchanged app (focus changes restyle what they touch).
+        self._shown_at = time.monotonic()
         inputs = self._style_inputs()
         if inputs == self._styled_for:
             event.refresh_styles = False
         self._styled_for = inputs
         self._bring_up_to_date()
+        self._schedule_next()  # pieces paused while the screen was off (`mount_later`)
 
     def _bring_up_to_date(self) -> None:
         self.refresh_steps()

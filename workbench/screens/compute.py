@@ -106,6 +106,9 @@ class WorkScreen(StepScreen):
     DEBOUNCE_S: ClassVar[float] = DEBOUNCE_S
     DEBOUNCE_LEADING: ClassVar[bool] = False
     """Run a debounced start at once when it is the first of a burst (see the module doc)."""
+    LOADS_MODEL: ClassVar[bool] = False
+    """The screen's work runs on its own when shown and needs the model: until the app's
+    warm-up has loaded it, work waits for the user to pause (`_model_ready`)."""
     BUSY_NOTE: ClassVar[str] = "busy"
     """DOM id of the note the busy line goes in."""
     ERROR_NOTE: ClassVar[str] = "error"
@@ -283,6 +286,8 @@ class WorkScreen(StepScreen):
             await asyncio.sleep(self.DEBOUNCE_S)
         timer = self.set_timer(self.BUSY_AFTER_S, partial(self._set_busy, channel, ticket, label))
         try:
+            if self.LOADS_MODEL:
+                await self._model_ready()
             result = await asyncio.to_thread(job)
         except Exception as exc:  # a failure is a line on screen, never a crash
             if self._current(channel, ticket):
@@ -302,6 +307,26 @@ class WorkScreen(StepScreen):
             done(result)
         except Exception as exc:  # a display bug must not quit the app
             self.show_error(f"showing the result failed: {one_line(exc)}")
+
+    async def _model_ready(self) -> None:
+        """Return once the model is loaded (the app's `model_loaded`), the user has paused
+        or the screen has stayed on screen QUIET_S (`UserQuiet`): loading numba's kernels
+        holds the interpreter lock for ~1 s, and the work of a step the user only passes
+        through (ctrl+n, ctrl+n, ...) would load them meanwhile, slowing each next step
+        switch two- to threefold. Work on a step the user stays on asks the app's warm-up
+        for the model (`want_model`) and waits for that one load: several works loading it
+        in their own threads at once took the UI loop's CPU for 100-200 ms at a time."""
+        from workbench.core.quiet import QUIET_S
+
+        loaded = getattr(self.app, "model_loaded", None)
+        quiet = getattr(self.app, "quiet", None)
+        if loaded is None or quiet is None:
+            return
+        while not loaded.is_set():
+            stays = quiet.user_quiet_for() >= QUIET_S or self.on_screen_for() >= QUIET_S
+            if stays and not self.workbench.want_model():  # type: ignore[attr-defined]
+                return  # no warm-up on its way: this work loads the model itself
+            await asyncio.sleep(0.02)
 
     def _set_busy(self, channel: str, ticket: Ticket, label: str) -> None:
         # finished: the timer fired as the work ended, and its callback ran after the finally

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 class LabScreen(WorkScreen):
     """Base of the Baseline, Diagnose and Tune steps: the lab and its status lines."""
 
+    LOADS_MODEL: ClassVar[bool] = True
     BUSY_NOTE: ClassVar[str] = "lab-busy"
     ERROR_NOTE: ClassVar[str] = "lab-error"
 

@@ -129,6 +129,7 @@ def run_key(working: WorkingPacket, config: str) -> str:
 class MappingScreen(ComputeScreen):
     """Compiled shape buckets against the runtime shape mix, predicted and as run."""
 
+    LOADS_MODEL: ClassVar[bool] = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_mapping", "Run again", id="mapping-run"),
         Binding(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -15,6 +17,11 @@ from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.note import Note
 
 from .base import StepScreen
+
+PIECE_EDITORS = 8
+"""Editors per piece the form mounts after its first frame: ~3-5 ms of UI-thread CPU each on
+the 2-core machine (43 below the first section took 130-250 ms in one piece), so a piece stays
+near 30 ms and a key pressed meanwhile waits for one piece, not the form."""
 
 
 def editor_id(spec: FieldSpec) -> str:
@@ -41,18 +48,30 @@ class PacketScreen(StepScreen):
             yield self._section(first)
 
     def _section(self, specs: list[FieldSpec]) -> Vertical:
-        packet = self.workbench.working.packet
+        section = specs[0].section
         return Vertical(
-            Static(SECTION_TITLES.get(specs[0].section, specs[0].section), classes="section"),
-            *(editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs),
+            Static(SECTION_TITLES.get(section, section), classes="section"),
+            *self._editors(specs),
+            id=f"section-{section}",
             classes="form-section",
         )
 
+    def _editors(self, specs: list[FieldSpec]) -> list[FieldEditor]:
+        packet = self.workbench.working.packet  # built when mounted: the values of then
+        return [editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs]
+
     def on_mount(self) -> None:
-        # The first section paints with the screen; the rest mount right after it, in one
-        # piece, so the first frame comes sooner (fewer widgets to style and lay out before it).
-        sections, self._later_sections = self._later_sections, []
-        self.mount_later(self.query_one("#form"), lambda: [self._section(s) for s in sections])
+        # The first section paints with the screen; the rest mount right after it, a few
+        # editors per refresh (`mount_later`), so neither the first frame nor a key pressed
+        # right after it waits for the whole form.
+        form = self.query_one("#form")
+        for specs in self._later_sections:
+            head, rest = specs[:PIECE_EDITORS], specs[PIECE_EDITORS:]
+            self.mount_later(form, lambda head=head: [self._section(head)])
+            for start in range(0, len(rest), PIECE_EDITORS):
+                chunk = rest[start : start + PIECE_EDITORS]
+                self.mount_later(f"#section-{head[0].section}", partial(self._editors, chunk))
+        self._later_sections = []
 
     def show_packet(self, working: WorkingPacket) -> None:
         packet = working.packet

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -197,12 +198,11 @@ class TuneScreen(LabScreen):
         return [Static(title, classes="section"), *editors]
 
     def on_mount(self) -> None:
-        # The first section (start, save as) paints with the screen; the others mount right
-        # after it, in one piece, so a first visit waits for none of them.
-        self.mount_later(self.query_one("#tune-form"), self._later_sections)
-
-    def _later_sections(self) -> list[Widget]:
-        return [w for title, fields in self.sections[1:] for w in self._section(title, fields)]
+        # The first section (start, save as) paints with the screen; the others mount after
+        # it, a section per piece (`mount_later`), so a first visit waits for none of them.
+        form = self.query_one("#tune-form")
+        for title, fields in self.sections[1:]:
+            self.mount_later(form, partial(self._section, title, fields))
 
     @property
     def deck(self) -> ChartDeck:

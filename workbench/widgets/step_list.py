@@ -32,16 +32,28 @@ class StepList(OptionList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, compact=True)
         self._rows: tuple[StepRow, ...] = ()
+        self._prompts: list[Text] = []  # what each option shows now
 
     def show(self, rows: Sequence[StepRow], current: str) -> None:
         """Show `rows` with `current` marked; rebuilds only when something changed."""
         rows = tuple(rows)
         if rows == self._rows and current == self.current:
             return
+        same_steps = [r.id for r in rows] == [r.id for r in self._rows]
         self._rows = rows
         self.current = current
-        self.clear_options()
-        self.add_options([Option(self._prompt(row), id=row.id) for row in rows])
+        prompts = [self._prompt(row) for row in rows]
+        if same_steps and len(self._prompts) == len(prompts):
+            # A mark changed: new prompts in place (a repaint of the list). Clearing and
+            # adding the options resized the list, and a resize lays out the whole screen
+            # again (~60 ms for the Packet form, after every edit that changes a mark).
+            for index, (old, new) in enumerate(zip(self._prompts, prompts, strict=True)):
+                if old != new:
+                    self.replace_option_prompt_at_index(index, new)
+        else:
+            self.clear_options()
+            self.add_options([Option(p, id=row.id) for p, row in zip(prompts, rows, strict=True)])
+        self._prompts = prompts
         index = next((i for i, row in enumerate(rows) if row.id == current), None)
         self.highlighted = index
 

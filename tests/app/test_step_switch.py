@@ -1,0 +1,107 @@
+"""Step switches right after start-up: what the UI defers (form pieces, start-up threads) waits
+for the user, and focus stays in form order while the form is still mounting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from workbench.app import WorkbenchApp
+from workbench.core.form import input_fields
+from workbench.core.quiet import UserQuiet
+from workbench.screens.packet import PacketScreen, editor_id
+from workbench.widgets.field_editor import FieldEditor
+from workbench.widgets.step_list import DONE_MARK, StepList, StepRow
+
+from .conftest import SMALL, settle
+
+MakeApp = Callable[..., WorkbenchApp]
+
+
+def test_a_thread_waits_for_the_user_to_pause() -> None:
+    quiet = UserQuiet()
+    quiet.touch()
+    started = time.monotonic()
+    assert quiet.wait(0.2)
+    assert quiet.quiet_for() >= 0.2 and time.monotonic() - started >= 0.2
+    quiet.busy()  # the UI's own deferred work counts for threads, not as the user's
+    assert quiet.quiet_for() < 0.2 <= quiet.user_quiet_for()
+
+
+def test_a_waiting_thread_goes_when_wanted_or_stops_when_the_app_closes() -> None:
+    quiet, wanted = UserQuiet(), threading.Event()
+    results: list[bool] = []
+    waiter = threading.Thread(target=lambda: results.append(quiet.wait(60.0, until=wanted)))
+    waiter.start()
+    wanted.set()
+    waiter.join(5.0)
+    assert results == [True]
+    closing = threading.Thread(target=lambda: results.append(quiet.wait(60.0)))
+    closing.start()
+    quiet.closed.set()
+    closing.join(5.0)
+    assert results == [True, False]
+
+
+async def test_form_pieces_wait_while_their_step_is_off_screen(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        packet = app.screen
+        assert isinstance(packet, PacketScreen)
+        await pilot.press("ctrl+n")  # right after the first frame, as the tmux walk does
+        await pilot.pause(0.6)
+        assert app.current_step == "baseline"
+        waiting = len(packet.query(FieldEditor))
+        assert packet.mounting_later and waiting < len(input_fields())
+        await pilot.pause(0.4)  # off screen: nothing more mounts however long it waits
+        assert len(packet.query(FieldEditor)) == waiting
+        await pilot.press("1")
+        await settle(app, pilot)
+        assert not packet.mounting_later
+        assert len(packet.query(FieldEditor)) == len(input_fields())
+
+
+async def test_tab_follows_the_form_order_while_it_mounts(make_app: MakeApp) -> None:
+    """Tab from the step list past the first section's fields, with the keys faster than
+    the pieces mount: focus lands on each field in form order (Textual orders the focus chain
+    by layout position, where a widget not yet laid out sits first)."""
+    app = make_app()
+    specs = input_fields()
+    first_section = sum(1 for s in specs if s.section == specs[0].section)
+    async with app.run_test(size=SMALL) as pilot:
+        packet = app.screen
+        assert isinstance(packet, PacketScreen) and packet.mounting_later
+        app.screen.query_one(StepList).focus()
+        for index in range(first_section + 3):
+            await pilot.press("tab")
+            focused = packet.focused
+            assert focused is not None
+            editor = next(a for a in focused.ancestors if isinstance(a, FieldEditor))
+            assert editor.id == editor_id(specs[index]), index
+        await settle(app, pilot)
+
+
+async def test_a_return_shows_at_once_and_a_first_visit_once_mounted(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(app, pilot)
+        app.goto_step("baseline")  # first visit: frames wait for the screen to mount
+        assert app._batch_count == 1
+        await pilot.pause()
+        assert app._batch_count == 0 and app.screen.is_mounted
+        app.goto_step("packet")  # a return: its screen is built, nothing is held
+        assert app._batch_count == 0
+
+
+def test_a_changed_mark_updates_the_step_list_in_place() -> None:
+    """The options stay (a repaint): clearing and adding them resized the list, which laid
+    out the whole screen again after every edit that changed a mark."""
+    step_list = StepList()
+    rows = [StepRow("packet", 1, "Packet", False), StepRow("baseline", 2, "Baseline", False)]
+    step_list.show(rows, "baseline")
+    before = [step_list.get_option_at_index(i) for i in range(2)]
+    step_list.show([StepRow("packet", 1, "Packet", True), rows[1]], "baseline")
+    after = [step_list.get_option_at_index(i) for i in range(2)]
+    assert [a is b for a, b in zip(before, after, strict=True)] == [True, True]
+    assert str(after[0].prompt).startswith(DONE_MARK)
