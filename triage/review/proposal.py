@@ -61,7 +61,8 @@ def run_summary(scenario: Scenario, path: str) -> dict:
 
 def serving_classification(summary: dict) -> dict:
     """A serving run's classification from its slowest 1%'s latency parts: the largest part is
-    primary, every other part of at least SECONDARY_SHARE secondary (value: share, 0-1)."""
+    primary, every other part of at least SECONDARY_SHARE secondary (value: share, 0-1, to 4
+    places as the model's classification scores)."""
     slowest = summary["tail_attribution_ms"]["slowest_1pct"]
     total = slowest["latency_ms"] or 1.0
     evidence = {f"{p}_ms": float(slowest[p]) for p in SERVING_PARTS}
@@ -69,7 +70,7 @@ def serving_classification(summary: dict) -> dict:
 
     def entry(share: float, part: str, threshold: str) -> dict:
         return {"class": SERVING_PARTS[part], "metric": f"{part} share of the slowest 1%'s "
-                "latency", "value": share, "threshold": threshold, "evidence": evidence}  # fmt: skip
+                "latency", "value": round(share, 4), "threshold": threshold, "evidence": evidence}  # fmt: skip
 
     first_share, first = shares[0]
     return {
