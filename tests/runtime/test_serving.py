@@ -308,6 +308,7 @@ def test_prefill_chunks_pad_to_compiled_buckets_and_fall_back_above_them() -> No
     tight = build_iteration_table(
         LLAMA_8B, hw, "standard", {}, compiled_shapes=[1024], dispatch_us=50.0, **kwargs
     )
+
     def price(table, p: int) -> tuple[float, bool]:  # as the kernel looks a chunk up
         at = int(np.searchsorted(table.p_edges, p))
         return float(table.pre_attn_ms[at]), bool(table.pre_fallback[at])
