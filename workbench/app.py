@@ -30,7 +30,7 @@ from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from workbench.core import drafts, keys
 from workbench.core.hangup import HANGUP_POLL_S, terminal_hung_up
-from workbench.core.heap import freeze_heap
+from workbench.core.heap import collector_paused, enable_collector, freeze_heap
 from workbench.core.keymap import keymap_path, load_keymap
 from workbench.core.palette import PaletteCommand, WorkbenchCommands
 from workbench.core.quiet import UserQuiet
@@ -200,7 +200,7 @@ class WorkbenchApp(App[int]):
         scans, and the collector (off during start-up, see `workbench.entry`) runs again; the
         other steps' screen modules are imported in a thread."""
         freeze_heap()
-        gc.enable()
+        enable_collector()
         self.run_worker(self._load_screens, name="load-screens", thread=True, exit_on_error=False)
 
     def _load_screens(self) -> None:
@@ -214,7 +214,8 @@ class WorkbenchApp(App[int]):
                 return
             cls = screen_class(step)
             if cls is not None and issubclass(cls, StepScreen):
-                cls.preload()
+                with collector_paused():
+                    cls.preload()
 
     def _warm_up_lab(self) -> None:
         """After the first frame: load the model and its numba kernels and run the baseline in
@@ -228,11 +229,13 @@ class WorkbenchApp(App[int]):
             try:
                 if not self.quiet.wait(until=wanted):
                     return
-                import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
+                with collector_paused():
+                    import workbench.widgets.charts  # noqa: F401  (plotext, off the UI thread)
 
                 if not self.quiet.wait(until=wanted):
                     return
-                self.lab.warm_up()
+                with collector_paused():
+                    self.lab.warm_up()
             finally:
                 self.model_loaded.set()
                 self._warming = False
