@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, OptionList, Static
 
+from workbench.core.heap import freeze_heap
 from workbench.core.session import WorkingPacket
 from workbench.widgets.note import Note
 from workbench.widgets.step_list import StepList
@@ -110,6 +111,10 @@ class StepScreen(Screen):
         reveal = getattr(self.app, "reveal", None)
         if reveal is not None:
             reveal(self)
+        # The screen's widgets live as long as the app: out of later collections' scans
+        # (a full collection over the widgets of the steps visited so far was a 26-49 ms
+        # stall of the UI loop in the tmux walk, on top of the handler it ran in).
+        self.call_after_refresh(freeze_heap)
 
     def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
         """Mount the widgets `build()` makes (called then, so they show the state of that
@@ -172,6 +177,7 @@ class StepScreen(Screen):
             self._mounting = False
         self._unplaced += 1  # until the layout after this piece (`_move_focus_in_order`)
         self.call_after_refresh(self._placed)
+        self.call_after_refresh(freeze_heap)  # long-lived as the screen's own (`on_mount`)
 
     def _placed(self) -> None:
         self._unplaced -= 1

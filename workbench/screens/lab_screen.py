@@ -34,12 +34,6 @@ class LabScreen(WorkScreen):
         import workbench.widgets.chart_deck
         import workbench.widgets.charts  # noqa: F401  (plotext)
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        from workbench.core.heap import freeze_heap
-
-        self.call_after_refresh(freeze_heap)  # this screen's widgets are long-lived too
-
     @property
     def lab(self) -> Lab:
         """The app's lab (cached model results shared by every step)."""
