@@ -253,3 +253,56 @@ def serving_worksheet(
             ),
         },
     }
+
+
+def serving_worksheet_json(sheet: dict) -> dict:
+    """`sheet` (`serving_worksheet`) as plain JSON values: each iteration split as its fields
+    plus `iteration_ms` and `chunk_ms` (what `workbench worksheet --json` prints)."""
+
+    def split(s: IterationSplit) -> dict:
+        return {**dataclasses.asdict(s), "iteration_ms": s.iteration_ms, "chunk_ms": s.chunk_ms}
+
+    iteration = sheet["iteration"]
+    return {
+        **sheet,
+        "iteration": None if iteration is None else {k: split(v) for k, v in iteration.items()},
+    }
+
+
+def serving_worksheet_markdown(sheet: dict) -> str:
+    """`sheet` (`serving_worksheet`) as markdown: the mixed iteration's split (working plan,
+    baseline plan), then each phase's worksheet (`worksheet_markdown`) under its point."""
+    from model.compiler.worksheet import worksheet_markdown
+
+    point, iteration = sheet["point"], sheet["iteration"]
+    chunk = f"chunk {point['chunk']:,}" if point["chunked"] else f"prompt {point['prompt_len']:,}"
+    lines = [
+        f"Serving worksheet: {point['decode_batch']} running decodes per engine (Little's law "
+        f"on the serving run), KV {point['kv_len']:,} tokens (the mix's mean over decode "
+        f"steps), {chunk} tokens (the most common prompt"
+        + (", cut to the token budget)" if point["chunked"] else ", whole)"),
+        "",
+    ]
+    if iteration is None:
+        lines.append(
+            "Iteration: service times are pinned (a distribution): the run prices no kernels."
+        )
+    else:
+        for name, s in (
+            ("working plan", iteration["working"]),
+            ("baseline plan", iteration["baseline"]),
+        ):
+            attention = (
+                "the generic path" if s.prefill_fallback else f"seq_len {s.attention_shape:,}"
+            )
+            lines.append(
+                f"- Iteration, {name}: {s.iteration_ms:,.2f} ms = decode step "
+                f"{s.decode_alone_ms:,.2f} ms + the chunk {s.chunk_ms:,.2f} ms (token-parallel "
+                f"{s.token_parallel_ms:,.2f}, decode attention {s.decode_attention_ms:,.2f}, "
+                f"prefill attention {s.prefill_attention_ms:,.2f}); padded to "
+                f"{s.tokens_bucket:,} tokens, the chunk to {s.chunk_bucket:,}, its attention "
+                f"at {attention}"
+            )
+    for phase in ("prefill", "decode"):
+        lines += ["", f"## {phase.capitalize()}", "", worksheet_markdown(sheet[phase])]
+    return "\n".join(lines)

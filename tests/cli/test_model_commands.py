@@ -128,6 +128,34 @@ def test_worksheet_json_shows_fusion_cutting_launches(capsys: pytest.CaptureFixt
     assert any(k["bottleneck_shift"] == "memory+launch -> memory" for k in fused["kernels"])
 
 
+def test_worksheet_on_a_serving_packet_reads_its_serving_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a serving packet the worksheet is per phase at the serving run's point: the decode
+    batch is Little's law on the `run` summary, the chunk the budget less those decodes, and
+    the mixed iteration is priced from the run's own iteration table."""
+    serving = str(example_path("llm-serving-continuous"))
+    name = "chunked-prefill-512"
+    sheet = _json(capsys, "worksheet", serving, "--candidate", name, "--json")
+    run = _json(capsys, "run", serving, "--candidate", name, "--json")
+    assert (sheet["schema"], sheet["candidate"]) == ("handoff-serving-worksheet/1", name)
+    little = run["throughput_per_s"] * (run["latency_ms"]["mean"] - run["ttft_ms"]["mean"]) / 1e3
+    point = sheet["point"]
+    assert point["decode_batch"] == round(little) and point["chunked"]
+    assert point["chunk"] == 512 - point["decode_batch"]
+    assert (sheet["prefill"]["point"]["seq_len"], sheet["decode"]["point"]["batch"]) == (
+        point["chunk"],
+        point["decode_batch"],
+    )
+    split = sheet["iteration"]["working"]
+    assert split["chunk_bucket"] >= point["chunk"] and split["attention_shape"] == 512
+    assert split["iteration_ms"] == pytest.approx(split["decode_alone_ms"] + split["chunk_ms"])
+    capsys.readouterr()
+    assert main(["worksheet", serving, "--candidate", name]) == 0
+    text = capsys.readouterr().out
+    assert "Serving worksheet:" in text and "## Prefill" in text and "## Decode" in text
+
+
 def test_telemetry_compare_meets_the_gemm_target(capsys: pytest.CaptureFixture[str]) -> None:
     gemm = str(measured_dir() / "a100_gemm_bf16.csv")
     out = _json(capsys, "telemetry", "compare", gemm, "--hardware", "a100-sxm", "--json")

@@ -18,7 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="fusion & tile-plan worksheet",
         description="Per kernel: operator group, tile shape, launches, FLOPs, HBM bytes, reuse "
         "ratio, SRAM footprint vs capacity, predicted time, bound, and the bottleneck shift "
-        "against the baseline; totals per block.",
+        "against the baseline; totals per block. On a serving packet (without --shape or "
+        "--batch): per phase (prefill chunk, decode step) at the point its serving run gives, "
+        "with one mixed iteration priced as the continuous scheduler prices it.",
     )
     p.add_argument("packet", type=Path, metavar="PACKET")
     p.add_argument("--candidate", metavar="NAME", help="default: the baseline")
@@ -49,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         base = build_scenario(loaded)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    serving = loaded.packet.inputs.workload.block.phase == "serving"
+    if serving and args.shape is None and args.batch is None:
+        return _serving(args, loaded, scenario, base)
     seq_len = _seq_len(args.shape, loaded.packet.inputs.workload.shapes.seq_len)
     batch = args.batch or scenario.config.batch_policy.max_batch
     sheet = scenario.worksheet(base, batch, seq_len)
@@ -57,4 +62,32 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(sheet, indent=2, allow_nan=False))
     else:
         print(worksheet_markdown(sheet))
+    return 0
+
+
+def _serving(args: argparse.Namespace, loaded, scenario, base) -> int:  # type: ignore[no-untyped-def]
+    """The serving worksheet (triage/serving_sheet.py) at the configuration's serving run."""
+    from triage.runs import run_serving_scenario
+    from triage.scenario import build_scenario
+    from triage.serving_sheet import (
+        same_plan,
+        serving_worksheet,
+        serving_worksheet_json,
+        serving_worksheet_markdown,
+        with_plan_of,
+    )
+
+    report = run_serving_scenario(scenario, str(args.packet))
+    table = scenario.iteration_table
+    if table is None or same_plan(scenario.config, base.config):
+        base_table = table
+    else:  # the baseline's plan at this configuration's policy
+        hybrid = with_plan_of(scenario.config, base.config)
+        base_table = build_scenario(loaded, args.candidate, config=hybrid).iteration_table
+    sheet = serving_worksheet(report.summary, scenario, base, table, base_table)
+    sheet = {"packet": loaded.packet.id, "candidate": scenario.candidate, **sheet}
+    if args.json:
+        print(json.dumps(serving_worksheet_json(sheet), indent=2, allow_nan=False))
+    else:
+        print(serving_worksheet_markdown(sheet))
     return 0
