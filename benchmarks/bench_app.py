@@ -210,9 +210,9 @@ def terminal_runs(
     home: Path, runs: int = TMUX_RUNS, root: Path = REPO
 ) -> tuple[list[float], list[float], dict]:
     """First-frame times and step-switch latencies (s) in tmux of the tree `root`, and the
-    stall report of the last run."""
+    stall report of every run (in order)."""
     firsts, switches = [], []
-    report: dict = {}
+    reports: list[dict] = []
     for _ in range(runs):
         tmux = Tmux()
         run_home = Path(tempfile.mkdtemp(dir=home))  # each run starts clean: no draft left
@@ -242,10 +242,10 @@ def terminal_runs(
             deadline = time.perf_counter() + 10
             while not stall_file.exists() and time.perf_counter() < deadline:
                 time.sleep(0.05)
-            report = json.loads(stall_file.read_text())
+            reports.append(json.loads(stall_file.read_text()))
         finally:
             tmux.close()
-    return firsts, switches, report
+    return firsts, switches, reports
 
 
 def ms(values: list[float]) -> str:
@@ -266,7 +266,7 @@ def main() -> None:
             cold.append(headless_start(home))
         warm = [headless_start(home) for _ in range(WARM_RUNS)]
         app_only = [headless_start(home, "app") for _ in range(WARM_RUNS)]
-        firsts, switches, stalls = terminal_runs(home)
+        firsts, switches, walks = terminal_runs(home)
         session = run_tuning_session(home, env(home))
     edits = {k: session[k] for k in ("max_batch", "max_queue_delay_ms", "tile")}
     every_edit = [v for values in edits.values() for v in values]
@@ -281,6 +281,8 @@ def main() -> None:
     cold_ok = "meets" if statistics.median(cold) <= COLD_TARGET_S else "MISSES"
     warm_ok = "meets" if statistics.median(warm) <= WARM_TARGET_S else "MISSES"
     switch_ok = "meets" if statistics.median(switches) * 1000 <= SWITCH_TARGET_MS else "MISSES"
+    stalls = max(walks, key=lambda r: r["max_ms"])  # the worst walk is the one judged
+    per_walk = ", ".join(f"{r['max_ms']:.0f}" for r in walks)
     walk_ok = "meets" if stalls["max_ms"] <= WALK_STALL_TARGET_MS else "MISSES"
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     body = f"""\
@@ -291,7 +293,7 @@ def main() -> None:
 | Warm start, the app's own imports only (no `workbench.cli`) ({WARM_RUNS} runs) | {ms(app_only)} | |
 | Start to first full frame in tmux 80x24 ({TMUX_RUNS} runs) | {ms(firsts)} | |
 | Step switch, ctrl+n to next title on screen in tmux ({len(switches)} switches) | {ms(switches)} | median <= {SWITCH_TARGET_MS:.0f} ms: {switch_ok} |
-| Worst UI-loop stall walking the steps, editing and tuning in tmux (last run, `--stall-report`) | {stalls["max_ms"]:.0f} ms ({stalls["stalls"]} stalls over 50 ms) | <= {WALK_STALL_TARGET_MS:.0f} ms: {walk_ok} |
+| Worst UI-loop stall walking the steps, editing and tuning in tmux (worst of {len(walks)} walks, `--stall-report`; each walk's worst: {per_walk} ms) | {stalls["max_ms"]:.0f} ms ({stalls["stalls"]} stalls over 50 ms in that walk) | <= {WALK_STALL_TARGET_MS:.0f} ms: {walk_ok} |
 | Keypress to updated chart, Tune at 120x40 headless ({len(every_edit)} edits, each a new model run) | p50 {np.percentile(every_edit, 50):.0f} ms, p95 {chart_p95:.0f} ms (max {max(every_edit):.0f}) | p95 <= {CHART_TARGET_MS:.0f} ms: {chart_ok} |
 | UI-loop lag through that tuning session ({lag["samples"]} wake-ups every {lag["interval_ms"]:g} ms) | p50 {lag["p50_ms"]:.1f} ms, p99 {lag["p99_ms"]:.1f} ms, max {lag["max_ms"]:.1f} ms; {lag["stalls"]} stalls over 50 ms | max <= {STALL_TARGET_MS:.0f} ms: {lag_ok} |
 
@@ -324,7 +326,7 @@ ahead of time (Textual composes a screen only once it is pushed or its mode show
 off the stack would need its private `_register`, and its layout and first render still wait
 for the switch).
 
-UI-loop lag while walking the steps, editing fields and tuning max_batch (last tmux run, `--stall-report`):
+UI-loop lag while walking the steps, editing fields and tuning max_batch (the worst of the tmux walks, `--stall-report`):
 {stalls["samples"]} wake-ups every {stalls["interval_ms"]:g} ms; lag p50 {stalls["p50_ms"]:.1f} ms,
 p99 {stalls["p99_ms"]:.1f} ms, max {stalls["max_ms"]:.1f} ms; {stalls["stalls"]} stalls over 50 ms
 ({stalls["stalled_ms"]:.0f} ms in all).
@@ -372,7 +374,7 @@ def compare(ref: str) -> None:
             for name, root in trees.items():
                 _, switched, walked = terminal_runs(home, runs=1, root=root)
                 switches[name] += switched
-                walks[name].append(walked["max_ms"])
+                walks[name].append(walked[0]["max_ms"])
     load_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
     def row(name: str) -> str:
