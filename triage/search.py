@@ -38,7 +38,7 @@ from model.compiler.blocks import OPS
 from model.compiler.tiles import attention_candidates, gemm_candidates
 from packets.checks import config_problems
 from packets.model_checks import config_model_problems
-from packets.schema import FUSION_PRESETS, PLACEMENTS, Alternative, Config, TailFigures
+from packets.schema import FUSION_PRESETS, PLACEMENTS, Alternative, Config, Packet, TailFigures
 from packets.serving_checks import config_serving_problems
 from triage.scenario import build_scenario
 from triage.serving_scenario import iteration_plan
@@ -92,6 +92,13 @@ def maximize(objective: str) -> bool:
 
 def _serving(loaded: LoadedPacket) -> bool:
     return loaded.packet.inputs.workload.block.phase == "serving"
+
+
+def default_objective(packet: Packet) -> str:
+    """What a search minimizes unless told: TPOT p95 on a serving packet whose SLA sets a TPOT
+    target, else p99 (`workbench search` and Tune's f6)."""
+    serving = packet.inputs.workload.block.phase == "serving"
+    return "tpot_p95" if serving and packet.inputs.sla.tpot_p95_ms is not None else "p99"
 
 
 @dataclass(frozen=True)
@@ -328,11 +335,17 @@ def _score(trial: Trial, objective: str) -> float:
     return -value if maximize(objective) else value
 
 
+def serving_front(trials: Sequence[Trial]) -> bool:
+    """True when the trials are serving rows (their front is TPOT p95 against TTFT p95)."""
+    return any(t.row is not None and "tpot_p95_ms" in t.row for t in trials)
+
+
 def front_axes(trials: Sequence[Trial]) -> tuple[str, str]:
     """The Pareto front's two row columns, each lower-is-better after `_front_value`:
     (latency_p99_ms, throughput_per_s), or for serving rows (tpot_p95_ms, ttft_p95_ms)."""
-    serving = any(t.row is not None and "tpot_p95_ms" in t.row for t in trials)
-    return ("tpot_p95_ms", "ttft_p95_ms") if serving else ("latency_p99_ms", "throughput_per_s")
+    if serving_front(trials):
+        return ("tpot_p95_ms", "ttft_p95_ms")
+    return ("latency_p99_ms", "throughput_per_s")
 
 
 def _front_value(row: dict, column: str) -> float:

@@ -78,15 +78,14 @@ def trials_frame(result) -> pl.DataFrame:
 def run(args: argparse.Namespace) -> int:
     from packets.schema import Packet, SearchProvenance
     from triage.review.writing import write_packet
-    from triage.search import alternatives, knob_texts, run_search
+    from triage.search import alternatives, default_objective, knob_texts, run_search
     from workbench.core.progress import progress_bar
     from workbench.lab.config import ConfigRefused, candidate_entry
 
     loaded = load_packet(args.packet)
     packet = loaded.packet
-    serving = packet.inputs.workload.block.phase == "serving"
     if args.objective is None:
-        args.objective = "tpot_p95" if serving and packet.inputs.sla.tpot_p95_ms else "p99"
+        args.objective = default_objective(packet)
     seed = packet.seed if args.seed is None else args.seed
     if seed < 0:
         raise UsageError(f"--seed {seed}: must be >= 0")
@@ -157,9 +156,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _front(result, base) -> str:
-    from triage.search import front_axes, knob_texts
+    from triage.search import knob_texts, serving_front
 
-    serving = front_axes(result.trials)[0] == "tpot_p95_ms"
+    serving = serving_front(result.trials)
     columns = SERVING_FRONT_COLUMNS if serving else FRONT_COLUMNS
     rows = [
         {**{c: t.row[c] for c in columns if c not in ("trial", "sla")},

@@ -78,7 +78,7 @@ SERVING_CHARTS = ("tune-kv", *SERVING_DISTRIBUTION_CHARTS.values(), "load-chart"
 DECODE_WAIT = "tune-decode-wait"
 """Worker (and group) that waits before a serving packet's decode-step run."""
 SEARCH_TRIALS = 32
-"""Trials of the search f6 runs (the packet's seed, objective p99): seconds on 2 cores."""
+"""Trials of the search f6 runs (the packet's seed, `default_objective`): seconds on 2 cores."""
 
 
 class TuneScreen(LabScreen):
@@ -339,11 +339,11 @@ class TuneScreen(LabScreen):
 
     def action_search(self) -> None:
         """Run the guided search on the packet (off the UI thread) and show its Pareto front."""
-        from triage.search import run_search
+        from triage.search import default_objective, run_search
 
         working = self.workbench.working
         loaded, seed = subject(working).loaded, working.packet.seed
-        objective = search_objective(working.packet)
+        objective = default_objective(working.packet)
         self.deck.show_view("tune-pareto")
         self.compute(
             "tune-search", lambda: run_search(loaded, SEARCH_TRIALS, seed, objective),
@@ -352,7 +352,7 @@ class TuneScreen(LabScreen):
 
     def show_search(self, result) -> None:  # type: ignore[no-untyped-def]
         """Show the front: chart and numbered table."""
-        from triage.search import front_axes
+        from triage.search import serving_front
         from workbench.lab.charts import pareto_chart
         from workbench.lab.serving_tune import serving_pareto_chart
         from workbench.widgets.charts import Chart
@@ -360,17 +360,17 @@ class TuneScreen(LabScreen):
         self.pareto = result.pareto
         self.pareto_index = None
         packet = self.workbench.working.packet
-        serving = front_axes(self.pareto)[0] == "tpot_p95_ms"  # a serving front: TPOT vs TTFT
+        serving = serving_front(self.pareto)  # a serving front: TPOT p95 against TTFT p95
         chart = (serving_pareto_chart if serving else pareto_chart)(self.pareto, packet)
         self.query_one("#pareto-chart", Chart).show(chart)
         self.show_pareto_table()
 
     def show_pareto_table(self) -> None:
-        from triage.search import front_axes
+        from triage.search import serving_front
 
         from .tune_views import pareto_view, serving_pareto_view
 
-        serving = front_axes(self.pareto)[0] == "tpot_p95_ms"
+        serving = serving_front(self.pareto)
         view = serving_pareto_view if serving else pareto_view
         table = view(self.pareto, self.workbench.working.packet.baseline, self.pareto_index)
         self.query_one("#pareto-table", Static).update(table)
@@ -699,10 +699,3 @@ class TuneScreen(LabScreen):
 
         rows, base = result
         self.query_one("#candidates-table", Static).update(serving_candidates_view(rows, base))
-
-
-def search_objective(packet: Packet) -> str:
-    """What f6's search minimizes: TPOT p95 on a serving packet with a TPOT target (as
-    `workbench search` defaults), else p99."""
-    serving = packet.baseline.batch_policy.scheduler == "continuous"
-    return "tpot_p95" if serving and packet.inputs.sla.tpot_p95_ms is not None else "p99"
