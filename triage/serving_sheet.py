@@ -32,7 +32,7 @@ Times ms (the split) or us (per-kernel rows, one pass of the block), lengths tok
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -225,6 +225,19 @@ def with_plan_of(config: Config, plan: Config) -> Config:
             "fallback": plan.fallback,
         }
     )
+
+
+def baseline_plan_table(
+    scenario: Scenario, baseline: Scenario, scenario_of: Callable[[Config], Scenario]
+) -> IterationTable | None:
+    """The baseline plan's iteration table at `scenario`'s policy (what `serving_worksheet`
+    prices the baseline's iteration with): `scenario`'s own table when both compile the same
+    plan, else the table of `with_plan_of` built by `scenario_of` (a cached subject in the
+    app, `build_scenario` on the command line). None when pinned (no table)."""
+    table = scenario.iteration_table
+    if table is None or same_plan(scenario.config, baseline.config):
+        return table
+    return scenario_of(with_plan_of(scenario.config, baseline.config)).iteration_table
 
 
 def serving_worksheet(

@@ -70,21 +70,17 @@ def _serving(args: argparse.Namespace, loaded, scenario, base) -> int:  # type: 
     from triage.runs import run_serving_scenario
     from triage.scenario import build_scenario
     from triage.serving_sheet import (
-        same_plan,
+        baseline_plan_table,
         serving_worksheet,
         serving_worksheet_json,
         serving_worksheet_markdown,
-        with_plan_of,
     )
 
     report = run_serving_scenario(scenario, str(args.packet))
-    table = scenario.iteration_table
-    if table is None or same_plan(scenario.config, base.config):
-        base_table = table
-    else:  # the baseline's plan at this configuration's policy
-        hybrid = with_plan_of(scenario.config, base.config)
-        base_table = build_scenario(loaded, args.candidate, config=hybrid).iteration_table
-    sheet = serving_worksheet(report.summary, scenario, base, table, base_table)
+    base_table = baseline_plan_table(
+        scenario, base, lambda hybrid: build_scenario(loaded, args.candidate, config=hybrid)
+    )
+    sheet = serving_worksheet(report.summary, scenario, base, scenario.iteration_table, base_table)
     sheet = {"packet": loaded.packet.id, "candidate": scenario.candidate, **sheet}
     if args.json:
         print(json.dumps(serving_worksheet_json(sheet), indent=2, allow_nan=False))

@@ -51,19 +51,20 @@ def serving_worksheet(
     Blocking: call from a worker.
     The baseline plan is priced at the working configuration's policy with the iteration
     table of that plan (the working table itself when the plan is unchanged)."""
-    from triage.serving_sheet import same_plan, serving_worksheet, with_plan_of
+    from triage.serving_sheet import baseline_plan_table, serving_worksheet
 
     found = cached_serving_worksheet(target, base)
     if found is not None:
         return found
     scenario = target.scenario
-    table = scenario.iteration_table  # None: a pinned service distribution
-    if table is None or same_plan(target.config, base.config):
-        base_table = table
-    else:
-        hybrid = with_plan_of(target.config, base.config)
-        base_table = subject(working, hybrid, name="baseline plan").scenario.iteration_table
-    sheet = serving_worksheet(run.summary, scenario, base.scenario, table, base_table)
+    base_table = baseline_plan_table(
+        scenario,
+        base.scenario,
+        lambda hybrid: subject(working, hybrid, name="baseline plan").scenario,
+    )
+    sheet = serving_worksheet(
+        run.summary, scenario, base.scenario, scenario.iteration_table, base_table
+    )
     with _sheets_lock:
         _sheets[(target.key, base.key)] = sheet
         while len(_sheets) > SHEETS_KEPT:
