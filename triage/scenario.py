@@ -8,7 +8,6 @@ command line and the app run exactly the same thing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -72,8 +71,8 @@ class Scenario:
             self.config.fallback.compile_stall_ms, self.config.fallback.dispatch_overhead_us
         )
 
-    def _table(self, compiled: list[int], batch_sizes: Iterable[int] | None = None) -> ServiceTable:
-        sizes = batch_sizes or range(1, self.config.batch_policy.max_batch + 1)
+    def _table(self, compiled: list[int]) -> ServiceTable:
+        sizes = range(1, self.config.batch_policy.max_batch + 1)
         return build_service_table(
             self.block,
             self.hardware,
@@ -84,10 +83,6 @@ class Scenario:
             list(sizes),
             sorted(self.runtime.workload.shapes.values),
         )
-
-    def table_for(self, batch_sizes: Iterable[int]) -> ServiceTable:
-        """The compiled plan's service table over other batch sizes (sweeps share one)."""
-        return self._table(list(self.config.compiled_shapes.seq_len), batch_sizes)
 
     @cached_property
     def service_table(self) -> ServiceTable | None:

@@ -237,13 +237,6 @@ def run_serving(
     return with_attribution(summary, result, table, all_compiled() if needed else None), result
 
 
-def with_requests(serving: ServingConfig, requests: int) -> ServingConfig:
-    """The same configuration at another request count."""
-    return dataclasses.replace(
-        serving, workload=dataclasses.replace(serving.workload, requests=requests)
-    )
-
-
 def with_cell(
     serving: ServingConfig,
     *,

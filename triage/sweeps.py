@@ -58,10 +58,6 @@ class Axis:
     values: tuple[Any, ...]
     texts: tuple[str, ...]
 
-    @property
-    def packet_level(self) -> bool:
-        return self.path.split(".")[0] in PACKET_ROOTS
-
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas outside brackets: `1,2` -> ['1','2']; `[1,2],[3]` -> ['[1,2]','[3]']."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packets.errors import UsageError
-from packets.files import EXPORT_TARGET, FileKind, FileTooLarge, atomic_copy, locked, read_regular
+from packets.files import EXPORT_TARGET, FileKind, FileTooLarge, atomic_copy, locked
 from triage.review.guards import blocking, review_guards
 
 if TYPE_CHECKING:
@@ -51,15 +51,6 @@ def _has_signatures(data: bytes) -> bool:
     return any(
         line.startswith(b"- role:") for line in data.split(b"\nsignatures:")[-1].splitlines()
     )
-
-
-def holds_signed_packet(path: Path) -> bool:
-    """True when `path` is a file whose top-level `signatures:` section has an entry (a file
-    over the packet cap is no packet; one that cannot be read holds none)."""
-    try:
-        return _has_signatures(read_regular(path, EXPORT_TARGET))
-    except UsageError:
-        return False
 
 
 def write_export(
