@@ -21,7 +21,6 @@ from triage.scenario import build_scenario
 from triage.search import run_search
 from workbench.app import WorkbenchApp
 from workbench.lab.engine import subject
-from workbench.lab.serving_tune import cached_serving_worksheet
 from workbench.screens.tune import SEARCH_TRIALS, TuneScreen
 
 from .conftest import LARGE, SMALL, settle
@@ -84,7 +83,7 @@ async def test_the_worksheet_shows_each_phase_at_the_serving_runs_point(
             assert f"{kernel['time_us']:,.1f}" in shown
         # ... and the run's iteration table prices the decode step's token-parallel kernels
         # exactly as those kernels (d <= 64: no padding), over every layer.
-        sheet = cached_serving_worksheet(subject(app.working), subject(app.working))
+        sheet = app.lab.cached_serving_worksheet(subject(app.working), subject(app.working))
         assert sheet is not None
         split = sheet["iteration"]["working"]
         token_parallel_us = sum(
@@ -125,7 +124,9 @@ async def test_the_worksheet_follows_the_working_plan_and_chunking(
         await pilot.press("end", "ctrl+u", *"768", "enter")
         await settle(app, pilot)
         assert screen.config.batch_policy.max_num_batched_tokens == 768, budget.problem
-        sheet = cached_serving_worksheet(screen.working_subject(app.working), subject(app.working))
+        sheet = app.lab.cached_serving_worksheet(
+            screen.working_subject(app.working), subject(app.working)
+        )
         assert sheet is not None
         point = sheet["point"]
         assert point["chunked"] and point["chunk"] == 768 - point["decode_batch"]

@@ -610,6 +610,25 @@ def compute_worksheet(subject: Subject, baseline: Subject) -> dict:
     return subject.scenario.worksheet(baseline.scenario, *worksheet_point(subject))
 
 
+def compute_serving_worksheet(
+    working: WorkingPacket, target: Subject, baseline: Subject, run: ServingRun
+) -> dict:
+    """The serving worksheet (triage.serving_sheet, handoff-serving-worksheet/1) of `target`
+    against `baseline` (subjects of `working`) at the point of `run`, target's serving run: the
+    baseline's plan priced at the target's policy (`baseline_plan_table`)."""
+    from triage.serving_sheet import baseline_plan_table, serving_worksheet
+
+    scenario = target.scenario
+    base_table = baseline_plan_table(
+        scenario,
+        baseline.scenario,
+        lambda hybrid: subject(working, hybrid, name="baseline plan").scenario,
+    )
+    return serving_worksheet(
+        run.summary, scenario, baseline.scenario, scenario.iteration_table, base_table
+    )
+
+
 class Lab:
     """Cached runs, load curves and worksheets for the app (one per app; thread-safe).
 
@@ -734,6 +753,20 @@ class Lab:
         found = self._sheets.get(key)
         if found is None:
             found = compute_worksheet(subject, baseline)
+            self._sheets.put(key, found)
+        return found
+
+    def cached_serving_worksheet(self, target: Subject, baseline: Subject) -> dict | None:
+        """The serving worksheet of `target` against `baseline` if computed already."""
+        return self._sheets.get(("serving", target.key, baseline.key))
+
+    def serving_worksheet(self, working: WorkingPacket, target: Subject, baseline: Subject) -> dict:
+        """The serving worksheet (`compute_serving_worksheet`) at target's serving run, cached
+        beside the worksheets. Blocking: call from a worker."""
+        key = ("serving", target.key, baseline.key)
+        found = self._sheets.get(key)
+        if found is None:
+            found = compute_serving_worksheet(working, target, baseline, self.serving_run(target))
             self._sheets.put(key, found)
         return found
 

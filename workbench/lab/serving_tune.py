@@ -1,12 +1,9 @@
-"""Tune's worksheet, Pareto and candidates views on a serving packet, as plain data.
+"""Tune's Pareto and candidates views on a serving packet, as plain data.
 
 Textual-free. A serving packet's plan is judged on what the continuous scheduler makes of it,
-so these views read the serving runs the lab already caches (`Lab.serving_run`) and the
-iteration tables `TABLES` keeps:
+so these views read the serving runs the lab already caches (`Lab.serving_run`; the serving
+worksheet is the lab's too, `Lab.serving_worksheet`):
 
-- `serving_worksheet`: the plan per phase (prefill chunk, decode step) at the working
-  configuration's serving point and the mixed iteration's split (triage/serving_sheet.py),
-  memoized by the subjects' keys;
 - `serving_pareto_chart`: the search's front as TPOT p95 against TTFT p95 with both SLA targets
   as labelled lines;
 - `compare_serving`: a candidate's serving headline against the baseline's.
@@ -17,60 +14,15 @@ Times ms, rates per second.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from packets.schema import Packet
-from workbench.core.session import WorkingPacket
 from workbench.lab.chart_data import ChartData, Series
-from workbench.lab.engine import ServingRun, Subject, subject
+from workbench.lab.engine import ServingRun
 from workbench.lab.views import meets_sla
-
-SHEETS_KEPT = 32
-"""Serving worksheets kept (each a few KB of plain figures)."""
-
-_sheets: OrderedDict[tuple[str, str], dict] = OrderedDict()
-_sheets_lock = threading.Lock()
-
-
-def cached_serving_worksheet(target: Subject, base: Subject) -> dict | None:
-    """The serving worksheet of `target` against `base` if computed already (never computes)."""
-    with _sheets_lock:
-        return _sheets.get((target.key, base.key))
-
-
-def serving_worksheet(
-    working: WorkingPacket, target: Subject, base: Subject, run: ServingRun
-) -> dict:
-    """The serving worksheet (triage.serving_sheet.serving_worksheet) of `target` against
-    `base` (subjects of `working`), read at the point of `run` (target's serving run).
-    Blocking: call from a worker.
-    The baseline plan is priced at the working configuration's policy with the iteration
-    table of that plan (the working table itself when the plan is unchanged)."""
-    from triage.serving_sheet import baseline_plan_table, serving_worksheet
-
-    found = cached_serving_worksheet(target, base)
-    if found is not None:
-        return found
-    scenario = target.scenario
-    base_table = baseline_plan_table(
-        scenario,
-        base.scenario,
-        lambda hybrid: subject(working, hybrid, name="baseline plan").scenario,
-    )
-    sheet = serving_worksheet(
-        run.summary, scenario, base.scenario, scenario.iteration_table, base_table
-    )
-    with _sheets_lock:
-        _sheets[(target.key, base.key)] = sheet
-        while len(_sheets) > SHEETS_KEPT:
-            _sheets.popitem(last=False)
-    return sheet
-
 
 LOG_TICKS = (1.0, 2.0, 5.0)
 """Tick multiples per decade on the Pareto chart's log TTFT axis."""

@@ -596,12 +596,9 @@ class TuneScreen(LabScreen):
         target, base = self.working_subject(working), subject(working)
         lab = self.lab
         if self.serving and is_serving(target) and is_serving(base):
-            from workbench.lab.serving_tune import cached_serving_worksheet, serving_worksheet
-
             self.show_or_compute(
-                "tune-sheet", cached_serving_worksheet(target, base),
-                lambda: serving_worksheet(working, target, base, lab.serving_run(target)),
-                self.show_worksheet,
+                "tune-sheet", lab.cached_serving_worksheet(target, base),
+                lambda: lab.serving_worksheet(working, target, base), self.show_worksheet,
             )  # fmt: skip
             return
         found = lab.cached_worksheet(target, base)
