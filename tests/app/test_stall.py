@@ -37,3 +37,20 @@ async def test_blocking_the_loop_is_recorded_as_a_stall(tmp_path: Path) -> None:
     report = tmp_path / "stalls.json"
     monitor.write_report(report)
     assert json.loads(report.read_text())["stalls"] == summary.stalls
+
+
+async def test_lags_before_the_first_frame_are_start_up_not_statistics() -> None:
+    monitor = StallMonitor(interval_s=0.005)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.02)
+    time.sleep(0.12)  # start-up: composing the first screen
+    await asyncio.sleep(0.02)
+    monitor.first_frame()
+    await asyncio.sleep(0.03)
+    time.sleep(0.06)  # a stall after the first frame
+    await asyncio.sleep(0.02)
+    monitor.first_frame()  # only the first mark counts
+    task.cancel()
+    summary = monitor.summary()
+    assert summary.before_first_frame_max_ms >= 100.0
+    assert STALL_MS < summary.max_ms < 100.0 and summary.stalls == 1

@@ -3,6 +3,11 @@
 Textual-free (plain asyncio). A task sleeps `interval_s` again and again; the time it wakes
 beyond that is lag the UI loop could not avoid (a long handler, a chart rebuilt on the loop, a
 blocking write). The app runs it only when asked (`workbench open --stall-report FILE`).
+
+The app starts it as it mounts and marks its first frame (`first_frame`): the statistics cover
+the lags from then on, the UI a user works in; what came before (composing and laying out the
+first screen, while nothing is on screen yet) is start-up, timed by its own target (warm start
+to first frame, benchmarks/bench_app.py), and reported apart as `before_first_frame_max_ms`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class StallSummary:
         p50_ms, p99_ms, max_ms: lag percentiles and maximum.
         stalls: wake-ups later than STALL_MS.
         stalled_ms: total lag summed over those stalls.
+        before_first_frame_max_ms: the largest lag before the first frame (start-up, not in
+            the statistics above; 0.0 when no first frame was marked).
     """
 
     samples: int
@@ -37,13 +44,17 @@ class StallSummary:
     max_ms: float
     stalls: int
     stalled_ms: float
+    before_first_frame_max_ms: float = 0.0
 
 
-def summarize(lags_ms: np.ndarray, interval_ms: float) -> StallSummary:
+def summarize(
+    lags_ms: np.ndarray, interval_ms: float, before_first_frame_max_ms: float = 0.0
+) -> StallSummary:
     """Statistics of measured lags (ms); all zero for an empty array."""
     lags = np.asarray(lags_ms, dtype=np.float64)
+    before = round(float(before_first_frame_max_ms), 3)
     if lags.size == 0:
-        return StallSummary(0, interval_ms, 0.0, 0.0, 0.0, 0, 0.0)
+        return StallSummary(0, interval_ms, 0.0, 0.0, 0.0, 0, 0.0, before)
     over = lags[lags > STALL_MS]
     p50, p99 = np.percentile(lags, [50, 99])
     return StallSummary(
@@ -54,6 +65,7 @@ def summarize(lags_ms: np.ndarray, interval_ms: float) -> StallSummary:
         max_ms=round(float(lags.max()), 3),
         stalls=int(over.size),
         stalled_ms=round(float(over.sum()), 3),
+        before_first_frame_max_ms=before,
     )
 
 
@@ -63,6 +75,7 @@ class StallMonitor:
     def __init__(self, interval_s: float = 0.01) -> None:
         self.interval_s = interval_s
         self._lags_ms: list[float] = []
+        self._first_frame_at: int | None = None  # lags recorded before the first frame
 
     async def run(self) -> None:
         """Sleep-and-measure forever (until cancelled)."""
@@ -72,9 +85,18 @@ class StallMonitor:
             lag_s = time.perf_counter() - start - self.interval_s
             self._lags_ms.append(max(lag_s, 0.0) * 1000.0)
 
+    def first_frame(self) -> None:
+        """Mark the first frame: lags recorded so far were start-up (see the module docstring).
+        Only the first call counts."""
+        if self._first_frame_at is None:
+            self._first_frame_at = len(self._lags_ms)
+
     def summary(self) -> StallSummary:
-        """Statistics of every lag recorded so far."""
-        return summarize(np.array(self._lags_ms), self.interval_s * 1000.0)
+        """Statistics of the lags recorded since the first frame (every lag when none was
+        marked), with the largest before it."""
+        cut = self._first_frame_at or 0
+        before = max(self._lags_ms[:cut], default=0.0)
+        return summarize(np.array(self._lags_ms[cut:]), self.interval_s * 1000.0, before)
 
     def write_report(self, path: Path) -> None:
         """Write `summary()` as JSON to `path`."""
