@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
@@ -55,6 +56,7 @@ from .widgets.step_list import StepRow
 REVEAL_WITHIN_S = 1.0  # a first visit's screen shows after this even if not mounted yet
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
+DRAFT_EXIT_WAIT_S = 30.0  # at exit, how long a background draft write may still take
 USER_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 WARM_UP_AFTER_S = 0.3  # after the first frame: loading numba then would delay that frame
 
@@ -132,6 +134,8 @@ class WorkbenchApp(App[int]):
         self._overwrite_armed: str | None = None  # SHA-256 of the changed file ctrl+s may replace
         self._exit_deadline: threading.Timer | None = None
         self._draft_timer: Timer | None = None
+        self._drafts = drafts.DraftWriter(self._draft_written_in_thread)
+        self._draft_reported = 0  # generation of the last draft outcome reported
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
         self.model_loaded = threading.Event()
         """Set once the start-up warm-up has imported the model and loaded its numba kernels
@@ -198,7 +202,10 @@ class WorkbenchApp(App[int]):
     def _started(self) -> None:
         """After the first frame: what start-up built is frozen out of garbage-collector
         scans, and the collector (off during start-up, see `workbench.entry`) runs again; the
-        other steps' screen modules are imported in a thread."""
+        other steps' screen modules are imported in a thread; the stall monitor's statistics
+        start here (`StallMonitor.first_frame`)."""
+        if self._stall_monitor is not None:
+            self._stall_monitor.first_frame()
         freeze_heap()
         enable_collector()
         self.run_worker(self._load_screens, name="load-screens", thread=True, exit_on_error=False)
@@ -276,6 +283,10 @@ class WorkbenchApp(App[int]):
 
     def on_unmount(self) -> None:
         self.quiet.closed.set()  # start-up threads waiting for a pause stop
+        if self._drafts.wait(DRAFT_EXIT_WAIT_S) and self._drafts.last_outcome is not None:
+            self._report_draft(self._drafts.last_outcome, notify=False)  # the exit notes say it
+        elif not self._drafts.wait(0):
+            self.exit_notes["draft"] = f"draft still being written after {DRAFT_EXIT_WAIT_S:g} s"
         gc.unfreeze()  # what freeze_heap kept may be collected again (apps run in one process)
         self._remove_signal_handlers()
         if self._stall_monitor is not None and self.options.stall_report:
@@ -326,29 +337,61 @@ class WorkbenchApp(App[int]):
 
     # --- drafts ----------------------------------------------------------------------------
 
+    class DraftWritten(Message):
+        """A background draft write finished (posted from the writer thread)."""
+
+        def __init__(self, outcome: drafts.DraftOutcome) -> None:
+            super().__init__()
+            self.outcome = outcome
+
     def schedule_draft(self) -> None:
         """Autosave the draft DRAFT_DELAY_S from now (a burst of keystrokes writes once)."""
         if self._draft_timer is None:
-            self._draft_timer = self.set_timer(DRAFT_DELAY_S, self.save_draft_now)
+            self._draft_timer = self.set_timer(DRAFT_DELAY_S, self.save_draft_soon)
 
-    def save_draft_now(self) -> None:
-        """Write the draft for the current packet (or remove it when nothing is unsaved)."""
+    def _draft_due(self) -> bool:
+        """Stop a pending autosave timer; True when the draft may be written now."""
         if self._draft_timer is not None:
             self._draft_timer.stop()
             self._draft_timer = None
-        if not self.draft_settled or self.working.source is None:
+        return self.draft_settled and self.working.source is not None
+
+    def save_draft_soon(self) -> None:
+        """Write the draft (or remove it) on the draft writer's thread: the autosave and step
+        switches, where the UI loop must not wait on the disk (`drafts.DraftWriter`)."""
+        if self._draft_due():
+            self._drafts.submit(self.working, self.drafts_folder)
+
+    def save_draft_now(self) -> None:
+        """Write the draft for the current packet (or remove it when nothing is unsaved) before
+        returning: quit, hangup, save. A background write still in flight finishes first."""
+        if self._draft_due():
+            self._report_draft(self._drafts.write_now(self.working, self.drafts_folder))
+
+    def wait_for_drafts(self, timeout: float | None = None) -> bool:
+        """Block until no background draft write is waiting or in flight (tests; False if
+        `timeout` seconds ran out). Its outcome is reported once the UI loop runs again."""
+        return self._drafts.wait(timeout)
+
+    def _draft_written_in_thread(self, outcome: drafts.DraftOutcome) -> None:
+        self.post_message(self.DraftWritten(outcome))  # thread-safe; dropped once exited
+
+    def on_workbench_app_draft_written(self, message: DraftWritten) -> None:
+        self._report_draft(message.outcome)
+
+    def _report_draft(self, outcome: drafts.DraftOutcome, notify: bool = True) -> None:
+        """Say what a draft write did, unless a later write has been reported already."""
+        if outcome.generation < self._draft_reported:
             return
-        try:
-            path = drafts.write_draft(self.working, self.drafts_folder)
-        except UsageError as exc:
-            message = f"draft not saved: {exc}"
-            if self.exit_notes.get("draft") != message:  # say it once, not on every keystroke
+        self._draft_reported = outcome.generation
+        if outcome.error is not None:
+            message = f"draft not saved: {outcome.error}"
+            if notify and self.exit_notes.get("draft") != message:  # once, not every keystroke
                 self.notify(message, severity="error", timeout=10)
             self.exit_notes["draft"] = message
-            return
-        if path:
+        elif outcome.path:
             self.exit_notes["draft"] = (
-                f"unsaved edits kept in the draft {path}; reopen the packet to recover them"
+                f"unsaved edits kept in the draft {outcome.path}; reopen the packet to recover them"
             )
         else:
             self.exit_notes.pop("draft", None)
@@ -462,7 +505,7 @@ class WorkbenchApp(App[int]):
             return
         if self.current_step:
             self.left = self.left | {self.current_step}
-            self.save_draft_now()
+            self.save_draft_soon()
         self.current_step = step_id
         self.quiet.touch()
         first_visit = step_id not in self.step_screens

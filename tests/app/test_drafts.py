@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,6 +78,64 @@ def test_clean_session_removes_its_draft(packet_file: Path, tmp_path: Path) -> N
     assert drafts.write_draft(working_for(packet_file), folder) is None
     assert not path.exists()
     assert drafts.read_draft(packet_file, folder) is None
+
+
+def with_p95(packet_file: Path, value: float) -> WorkingPacket:
+    result = apply_edit(working_for(packet_file), P95, value)
+    assert isinstance(result, WorkingPacket)
+    return result
+
+
+def test_background_writes_land_in_order_and_only_the_latest_waiting_one_is_written(
+    packet_file: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "drafts"
+    release = threading.Event()
+    seen: list[drafts.DraftOutcome] = []
+
+    def on_done(outcome: drafts.DraftOutcome) -> None:
+        seen.append(outcome)
+        release.wait(10)  # holds the writer thread: later submissions wait meanwhile
+
+    writer = drafts.DraftWriter(on_done)
+    first = writer.submit(with_p95(packet_file, 70.0), folder)
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.005)
+    writer.submit(with_p95(packet_file, 71.0), folder)  # replaced before it is written
+    last = writer.submit(with_p95(packet_file, 72.0), folder)
+    release.set()
+    assert writer.wait(10)
+    assert [o.generation for o in seen] == [first, last]
+    assert all(o.error is None and o.path is not None for o in seen)
+    assert writer.last_outcome == seen[-1]
+    found = drafts.read_draft(packet_file, folder)
+    assert isinstance(found, drafts.Draft) and found.working.packet.inputs.sla.p95_ms == 72.0
+
+
+def test_write_now_waits_for_the_write_in_flight_and_supersedes_what_waits(
+    packet_file: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "drafts"
+    writer = drafts.DraftWriter(lambda outcome: None)
+    queued = writer.submit(with_p95(packet_file, 70.0), folder)
+    now = writer.write_now(working_for(packet_file), folder)  # nothing unsaved: removes it
+    assert now.generation > queued and now.path is None and now.error is None
+    assert writer.wait(10)
+    assert drafts.read_draft(packet_file, folder) is None  # the queued write never lands after
+
+
+def test_a_background_write_that_fails_says_why_in_one_line(
+    packet_file: Path, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the drafts folder should be")
+    outcomes: list[drafts.DraftOutcome] = []
+    writer = drafts.DraftWriter(outcomes.append)
+    writer.submit(with_p95(packet_file, 70.0), blocked / "drafts")
+    assert writer.wait(10) and len(outcomes) == 1
+    error = outcomes[0].error
+    assert error is not None and "cannot create drafts folder" in error and "\n" not in error
 
 
 @pytest.mark.parametrize(

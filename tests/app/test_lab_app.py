@@ -293,6 +293,7 @@ async def test_tuning_session_bursts_staleness_refusals_and_saving(
         assert apply_candidate(app.working.packet.baseline, saved) == screen.config
         assert screen.start_from == "lab-1" and app.step_rows()[3].done
         await pilot.pause(DRAFT_DELAY_S + 0.1)
+        assert app.wait_for_drafts(10)
         draft = drafts.read_draft(app.working.source, app.drafts_folder)  # type: ignore[arg-type]
         assert isinstance(draft, drafts.Draft)
         assert draft.working.packet.candidates[-1].name == "lab-1"

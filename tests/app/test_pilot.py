@@ -120,7 +120,8 @@ async def test_edits_apply_or_are_refused_in_place(
         await pilot.press("enter")
         assert app.working.packet.inputs.sla.p95_ms == 75.0 and app.working.pending == {}
         assert app.working.dirty and field.problem == "" and "● unsaved" in app.sub_title
-        await pilot.pause(DRAFT_DELAY_S + 0.1)  # autosaved once typing pauses
+        await pilot.pause(DRAFT_DELAY_S + 0.1)  # autosaved once typing pauses, off the UI loop
+        assert app.wait_for_drafts(10)
         draft = drafts.read_draft(app.working.source, app.drafts_folder)  # type: ignore[arg-type]
         assert isinstance(draft, drafts.Draft)
         assert draft.working.packet.inputs.sla.p95_ms == 75.0
@@ -291,7 +292,7 @@ async def test_save_writes_canonical_bytes_and_clears_the_draft(
         await retype(pilot, "95")
         draft = drafts.draft_path(packet_file, app.drafts_folder)
         await pilot.pause(DRAFT_DELAY_S + 0.1)
-        assert draft.exists()
+        assert app.wait_for_drafts(10) and draft.exists()
         await pilot.press("ctrl+s")
         await pilot.pause()
         saved = load_packet(packet_file).packet
@@ -371,6 +372,7 @@ async def test_save_as_writes_a_copy_of_the_shipped_example_and_edits_it(
         await retype(pilot, "95")
         await pilot.pause(DRAFT_DELAY_S + 0.1)
         example_draft = drafts.draft_path(example, app.drafts_folder)
+        assert app.wait_for_drafts(10)
         assert example_draft.exists()  # the edit is kept for the example until saved
         await pilot.press("ctrl+s")
         await pilot.pause()
