@@ -63,10 +63,11 @@ def _lane_ready(lane, head, nxt, count, arrival, max_batch, delay_ms):
 
 
 @njit(cache=True, inline="always", error_model=ERRORS)
-def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, contention):
+def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, end_t, capacity, contention):
     """Share `capacity` max-min fairly among the demands of the stretchable phases (core k's
     phase just changed at time t): set each core's progress rate (fraction of its own speed),
-    re-anchoring the progress of every other core whose rate changes. Returns total demand.
+    re-anchoring the progress of every other core whose rate changes and updating its phase's
+    end (`end_t`: anchor + remaining / rate). Returns total demand.
 
     Water-filling without sorting: start the level at capacity / active; phases demanding no
     more than the level are satisfied, and the level rises to share what they leave among the
@@ -105,6 +106,7 @@ def _share_bandwidth(t, k, phase, demand, rate, anchor_t, anchor_rem, capacity, 
                 anchor_rem[q] = max(0.0, anchor_rem[q] - (t - anchor_t[q]) * rate[q])
                 anchor_t[q] = t
             rate[q] = new
+            end_t[q] = anchor_t[q] + anchor_rem[q] / rate[q]
     return total
 
 
@@ -180,6 +182,9 @@ def simulate_kernel(
     fixed_end = np.zeros(n_cores)
     anchor_t = np.zeros(n_cores)
     anchor_rem = np.zeros(n_cores)
+    # When each busy core's phase ends: fixed_end, or anchor_t + anchor_rem / rate kept as
+    # those change (a division less per core in every scan for the next phase end).
+    end_t = np.zeros(n_cores)
     demand = np.zeros(n_cores)
     rate = np.ones(n_cores)
     core_batch = np.full(n_cores, -1, np.int64)
@@ -239,12 +244,9 @@ def simulate_kernel(
             t_ph = np.inf
             k_ph = -1
             for k in range(n_cores):
-                if phase[k] == FIXED:
-                    te = fixed_end[k]
-                elif phase[k] != IDLE:
-                    te = anchor_t[k] + anchor_rem[k] / rate[k]
-                else:
+                if phase[k] == IDLE:
                     continue
+                te = end_t[k]
                 if te < t_ph:
                     t_ph = te
                     k_ph = k
@@ -308,8 +310,9 @@ def simulate_kernel(
                 demand[k] = 0.0
             if before > 0 or demand[k] > 0:  # the set of HBM demands changed: share again
                 total = _share_bandwidth(
-                    t, k, phase, demand, rate, anchor_t, anchor_rem, hbm_bytes_per_ms, contention
-                )
+                    t, k, phase, demand, rate, anchor_t, anchor_rem, end_t, hbm_bytes_per_ms,
+                    contention,
+                )  # fmt: skip
                 if total > hbm_bytes_per_ms and contention and timeline:
                     for q in range(n_cores):
                         if rate[q] < 1.0:
@@ -318,6 +321,8 @@ def simulate_kernel(
                     tl_time[n_tl] = t
                     tl_demand[n_tl] = total
                     n_tl += 1
+            if phase[k] >= COMPUTE:  # its new phase's end, at the rate just set
+                end_t[k] = anchor_t[k] + anchor_rem[k] / rate[k]
         elif t_arr <= t_d:
             # ---- request i_next arrives
             i = i_next
@@ -443,6 +448,7 @@ def simulate_kernel(
             planned_finish[k] = (t + fixed) + comp + mem
             if fold:  # comp is 0 with contention off: the memory phase runs at full speed
                 fixed_end[k] = (t + fixed) + mem
+            end_t[k] = fixed_end[k]
             # Only core k's phase changed (a fixed phase demands no HBM: no rate moved), so the
             # next phase end is the cached one or k's, the lower core first on ties (as a scan).
             if fixed_end[k] < t_ph or (fixed_end[k] == t_ph and k < k_ph):

@@ -139,10 +139,25 @@ def _affinity_lanes(config, columns, group_of_col, req_col):
     return base, affinity_core_sets(work[present], int(config.hardware.cores))
 
 
-def plan_queues(config: RuntimeConfig, columns: ShapeColumns, stream: RequestStream) -> QueuePlan:
-    """Assign every request to its lane (or, for least-loaded, its sub-queue and estimate)."""
+def request_columns(columns: ShapeColumns, stream: RequestStream) -> np.ndarray:
+    """(N,) int32 column of each request's shape in `columns` (`QueuePlan.req_col`)."""
+    return np.searchsorted(columns.shapes, stream.seq_len).astype(np.int32)
+
+
+def plan_queues(
+    config: RuntimeConfig,
+    columns: ShapeColumns,
+    stream: RequestStream,
+    *,
+    req_col: np.ndarray | None = None,
+) -> QueuePlan:
+    """Assign every request to its lane (or, for least-loaded, its sub-queue and estimate).
+    `req_col`: `request_columns(columns, stream)` when the caller has it (runs of one stream
+    over tables with the same shapes share it: a search of every request, ~0.25 ms a 20,000-
+    request run)."""
     cores = int(config.hardware.cores)
-    req_col = np.searchsorted(columns.shapes, stream.seq_len).astype(np.int32)
+    if req_col is None:
+        req_col = request_columns(columns, stream)
     n_buckets = int(columns.bucket.max()) + 1 if len(columns.bucket) else 0
     group_of_col = np.where(columns.fallback, n_buckets, columns.bucket)  # fallback group last
     placeholder = np.zeros(1, np.int32)  # the kernels skip arrays that cannot matter

@@ -528,14 +528,23 @@ class SharedInputs:
     def columns_and_plan(self, config, table, stream) -> tuple[ShapeColumns, QueuePlan]:
         """`shape_columns` and `plan_queues` of a run, reused from a run built before when
         they would be the same: the same table, request stream and workload (the objects:
-        a trace is not compared by value) and the same configuration but for contention."""
+        a trace is not compared by value) and the same configuration but for contention.
+        Runs of the same stream over the same shape columns share the requests' columns."""
         key = dataclasses.replace(config, contention=False)
         for cfg, tab, drawn, columns, plan in self.plans:
             same = tab is table and drawn is stream and cfg.workload is key.workload
             if same and cfg == key:
                 return columns, plan
         columns = shape_columns(config, table)
-        plan = plan_queues(config, columns, stream)
+        req_col = next(
+            (
+                plan.req_col
+                for _, _, drawn, seen, plan in self.plans
+                if drawn is stream and np.array_equal(seen.shapes, columns.shapes)
+            ),
+            None,
+        )
+        plan = plan_queues(config, columns, stream, req_col=req_col)
         self.plans.append((key, table, stream, columns, plan))
         return columns, plan
 

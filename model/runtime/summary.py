@@ -21,6 +21,7 @@ from model.runtime.stats import (
     fallback_cost,
     headline,
     measured_latency_ms,
+    measured_wait_ms,
 )
 from model.runtime.tail import (
     CONCURRENT_MAX_REQUESTS,
@@ -154,10 +155,13 @@ def summarize(
             # The re-runs first: they overlap the statistics below (the kernels release the
             # GIL), which share one gather of the measured latencies.
             pending = start_counterfactuals(result, table, all_compiled_table, pool)
-            latency = measured_latency_ms(result)
-            head = headline(result, latency_ms=latency)
-            p99_tail, p95_tail, mean = compositions(result, (0.01, 0.05), latency_ms=latency)
-            del latency
+            latency, waits = measured_latency_ms(result), measured_wait_ms(result)
+            head = headline(result, latency_ms=latency, wait_ms=waits[0])
+            p99_tail, p95_tail, mean = compositions(
+                result, (0.01, 0.05), latency_ms=latency, waits_ms=waits
+            )
+            del latency, waits
+            fallback = fallback_cost(result)  # before the wait: the pool may still be busy
             base_tail = (head["latency_ms"]["p95"], head["latency_ms"]["p99"])  # one pass
             counterfactual = finish_counterfactuals(
                 pending, base_tail, pinned=result.pinned, all_compiled_table=all_compiled_table
@@ -166,6 +170,7 @@ def summarize(
         head = headline(result)  # a time
         p99_tail, p95_tail, mean = compositions(result, (0.01, 0.05))
         counterfactual = counterfactual_attribution(result, table, all_compiled_table)
+        fallback = fallback_cost(result)
     classification = classify(
         p99_tail,
         p95_tail,
@@ -181,7 +186,7 @@ def summarize(
         service_ms=Percentiles(**head["service_ms"]),
         core_utilization=tuple(head["core_utilization"]),
         sla=SlaVerdict(**head["sla"]),
-        fallback_cost_ms=fallback_cost(result),
+        fallback_cost_ms=fallback,
         tail_attribution_ms={
             "slowest_1pct": p99_tail,
             "slowest_5pct": p95_tail,

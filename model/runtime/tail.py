@@ -197,13 +197,14 @@ def compositions(
     fractions=(0.01, 0.05),
     *,
     latency_ms: np.ndarray | None = None,
+    waits_ms: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[dict[str, float]]:
     """Mean latency parts (ms) over the slowest `fractions` of measured requests, then over all
     measured requests: one dict per group with its `requests` and mean `latency`.
 
     Same definitions as latency_components, computed group by group without building every
-    per-request part (a million-request run stays fast and small). `latency_ms`:
-    `measured_latency_ms` when the caller has it already.
+    per-request part (a million-request run stays fast and small). `latency_ms`, `waits_ms`:
+    `measured_latency_ms` and `measured_wait_ms` when the caller has them already.
     """
     req = result.requests
     m = measured(result)
@@ -216,7 +217,7 @@ def compositions(
     batch_of = req.batch[m]
     per_batch_count = np.bincount(batch_of, minlength=len(result.batches.start_ms))
     imbalance = imbalance_ms(result, result.first_measured)
-    wait, batching = measured_wait_ms(result)
+    wait, batching = measured_wait_ms(result) if waits_ms is None else waits_ms
     imb = np.zeros(n) if imbalance is None else imbalance
     parts = batch_parts(result)
     out = []

@@ -28,7 +28,14 @@ from model.runtime.kernel import (
 )
 from model.runtime.queues import plan_queues, shape_columns
 from model.runtime.simulate import SharedInputs, prepare_latency_run, simulate
-from model.runtime.stats import interpolate_percentiles, measured, percentile_ranks
+from model.runtime.stats import (
+    describe_ms,
+    hbm_oversubscribed_fraction,
+    interpolate_percentiles,
+    measured,
+    percentile_ranks,
+    window_ms,
+)
 from model.runtime.summary import summarize
 from model.runtime.tail import (
     DRIVERS,
@@ -67,6 +74,21 @@ def test_percentile_arithmetic_is_numpys_to_the_bit(values, q) -> None:
     ordered = np.sort(x)
     got = interpolate_percentiles(ordered[below], ordered[above], gamma)
     np.testing.assert_array_equal(bits(got), bits(np.percentile(x, q)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(finite, st.sampled_from([0.0, 1.5, 2.0])), min_size=1, max_size=300),
+    st.booleans(),
+)
+def test_describe_is_numpys_mean_percentiles_and_max_to_the_bit(values, with_nan) -> None:
+    """describe_ms (one partition at the ranks np.percentile reads) == np.mean, np.percentile
+    and np.max, ties, one value and NaN (numpy's own rules) included."""
+    x = np.asarray(values + ([float("nan")] if with_nan else []), np.float64)
+    got = describe_ms(x, with_max=True)
+    want = [np.mean(x), *np.percentile(x, [50.0, 95.0, 99.0]), np.max(x)]
+    assert bits(list(got.values())).tolist() == bits(want).tolist()
+    assert list(got) == ["mean", "p50", "p95", "p99", "max"]
 
 
 def idle_core_time_numpy(start, finish, cores):
@@ -255,6 +277,29 @@ def test_imbalance_is_the_numpy_definition(run) -> None:
     for first in (0, result.first_measured):
         got = imbalance_ms(result, first)
         np.testing.assert_array_equal(bits(got), bits(imbalance_numpy(result, first)))
+
+
+def oversubscribed_numpy(result) -> float | None:
+    """The oversubscribed share of the window over every interval of the HBM timeline (the
+    reference for hbm_oversubscribed_fraction, which measures only the oversubscribed ones)."""
+    if result.pinned:
+        return None
+    t0, t1 = window_ms(result)
+    if t1 <= t0:
+        return 0.0
+    h = result.hbm
+    ends = np.append(h.time_ms[1:], max(t1, float(h.time_ms[-1])))
+    inside = np.clip(np.minimum(ends, t1) - np.maximum(h.time_ms, t0), 0.0, None)
+    return float(np.sum(inside[h.demand_gbs > h.capacity_gbs]) / (t1 - t0))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_runs())
+def test_oversubscribed_fraction_is_the_numpy_definition(run) -> None:
+    cfg, table, ideal = run
+    result = simulate(cfg, table, all_compiled_table=ideal)
+    got, want = hbm_oversubscribed_fraction(result), oversubscribed_numpy(result)
+    assert got == want and (got is None or bits(got) == bits(want))
 
 
 def test_shared_inputs_hold_one_copy_of_equal_arrays() -> None:
