@@ -109,6 +109,10 @@ def test_background_writes_land_in_order_and_only_the_latest_waiting_one_is_writ
     assert [o.generation for o in seen] == [first, last]
     assert all(o.error is None and o.path is not None for o in seen)
     assert writer.last_outcome == seen[-1]
+    deadline = time.monotonic() + 10
+    while any(t.name == "draft-writer" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the writer thread outlived its work"
+        time.sleep(0.01)
     found = drafts.read_draft(packet_file, folder)
     assert isinstance(found, drafts.Draft) and found.working.packet.inputs.sla.p95_ms == 72.0
 

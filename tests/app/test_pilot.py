@@ -540,6 +540,28 @@ async def test_unwritable_drafts_folder_is_reported_once(make_app: MakeApp, tmp_
     assert app.exit_notes["draft"] == errors[0]
 
 
+async def test_a_failed_autosave_off_the_ui_loop_is_reported_once(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    """The autosave runs on the draft writer's thread; its failure still reaches the user
+    (once) and the exit notes."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the drafts folder should be")
+    app = make_app(drafts_folder=blocked / "drafts")
+    notes = record_notes(app)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await focus_field(app, pilot, "sla.p99_ms")
+        for text in ("95", "96"):
+            await retype(pilot, text)
+            await pilot.pause(DRAFT_DELAY_S + 0.1)  # each edit autosaved once typing pauses
+            assert app.wait_for_drafts(10)
+            await pilot.pause()  # the writer's message reaches the UI loop
+        errors = [m for m, severity in notes if severity == "error"]
+        assert len(errors) == 1 and errors[0].startswith("draft not saved:")
+        assert app.exit_notes["draft"] == errors[0]
+
+
 async def test_quitting_before_the_form_is_complete_is_clean(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:

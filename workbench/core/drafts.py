@@ -253,6 +253,8 @@ def _write_outcome(generation: int, working: WorkingPacket, folder: Path) -> Dra
         return DraftOutcome(generation, path=write_draft(working, folder))
     except UsageError as exc:
         return DraftOutcome(generation, error=str(exc))
+    except OSError as exc:  # write_draft names its own; anything else still gets one line
+        return DraftOutcome(generation, error=f"{folder}: {exc.strerror or exc}")
 
 
 class DraftWriter:
@@ -264,7 +266,8 @@ class DraftWriter:
     any still waiting (only the latest working packet is worth writing: `WorkingPacket` is
     immutable, so the thread reads a snapshot). `on_done` gets each background write's
     `DraftOutcome` on the writer thread. `write_now` (quit, hangup, save) drops what is
-    waiting, waits out the write in flight and writes on the caller's thread.
+    waiting, waits out the write in flight and writes on the caller's thread. The thread
+    ends once nothing waits (a later write starts another).
     """
 
     def __init__(self, on_done: Callable[[DraftOutcome], None]) -> None:
@@ -310,20 +313,24 @@ class DraftWriter:
             return self._cond.wait_for(lambda: not self._busy and self._waiting is None, timeout)
 
     def _run(self) -> None:
-        while True:  # a daemon thread: it sleeps on the condition until the process exits
+        """Write what waits, until nothing does; then the thread ends (it holds `on_done`,
+        and through it the app: a thread kept for good would keep every app alive)."""
+        while True:
             with self._cond:
-                while self._waiting is None or self._busy:
+                while self._busy and self._waiting is not None:  # a write_now in flight
                     self._cond.wait()
+                if self._waiting is None:
+                    self._thread = None  # a later submit starts another
+                    return
                 generation, working, folder = self._waiting
                 self._waiting = None
                 self._busy = True
-            outcome = None
+            outcome = DraftOutcome(generation, error="draft writer stopped unexpectedly")
             try:
                 outcome = _write_outcome(generation, working, folder)
             finally:
                 with self._cond:
-                    if outcome is not None:
-                        self.last_outcome = outcome
+                    self.last_outcome = outcome
                     self._busy = False
                     self._cond.notify_all()
             self._on_done(outcome)
