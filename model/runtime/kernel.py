@@ -192,6 +192,40 @@ def simulate_kernel(
     queued_est = np.zeros(n_cores)
     compile_started = np.zeros(n_cols, np.bool_)
     compile_done = np.zeros(n_cols)
+    # HBM demand (bytes/ms) of each table cell's compute and memory phase, divided once here
+    # rather than at every phase start (the same quotients: a phase's time is its cell's);
+    # each running batch's two demands are kept with its core.
+    compute_demand = np.zeros(compute_tab.shape)
+    memory_demand = np.zeros(memory_tab.shape)
+    if not dist_mode:
+        for lv in range(compute_tab.shape[0]):
+            for rw in range(compute_tab.shape[1]):
+                for cl in range(compute_tab.shape[2]):
+                    if compute_tab[lv, rw, cl] > 0:
+                        compute_demand[lv, rw, cl] = (
+                            compute_bytes_tab[lv, rw, cl] / compute_tab[lv, rw, cl]
+                        )
+                    if memory_tab[lv, rw, cl] > 0:
+                        memory_demand[lv, rw, cl] = bytes_tab[lv, rw, cl] / memory_tab[lv, rw, cl]
+    core_compute_demand = np.zeros(n_cores)
+    core_memory_demand = np.zeros(n_cores)
+    # Idle cores among each base lane's core set (a lane can dispatch when it has one), kept
+    # as cores start and finish batches: core_base_ptr/idx list the base lanes each core serves.
+    idle_in_base = np.zeros(n_base, np.int64)
+    core_base_ptr = np.zeros(n_cores + 1, np.int64)
+    for bl in range(n_base):
+        idle_in_base[bl] = lane_core_ptr[bl + 1] - lane_core_ptr[bl]
+        for j in range(lane_core_ptr[bl], lane_core_ptr[bl + 1]):
+            core_base_ptr[lane_core_idx[j] + 1] += 1
+    for q in range(n_cores):
+        core_base_ptr[q + 1] += core_base_ptr[q]
+    core_base_idx = np.empty(core_base_ptr[n_cores], np.int64)
+    filled = core_base_ptr[:-1].copy()
+    for bl in range(n_base):
+        for j in range(lane_core_ptr[bl], lane_core_ptr[bl + 1]):
+            q = lane_core_idx[j]
+            core_base_idx[filled[q]] = bl
+            filled[q] += 1
 
     req_batch = np.full(n, -1, np.int32)
     # Per-batch arrays: every entry below n_batches is written at dispatch or completion.
@@ -259,13 +293,7 @@ def simulate_kernel(
             for lane in range(n_lanes):
                 if count[lane] == 0:
                     continue
-                base = lane // n_sub
-                has_free = False
-                for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
-                    if phase[lane_core_idx[j]] == IDLE:
-                        has_free = True
-                        break
-                if not has_free:
+                if idle_in_base[lane // n_sub] == 0:
                     continue
                 td = max(ready[lane], t)
                 ha = arrival[head[lane]]
@@ -288,20 +316,20 @@ def simulate_kernel(
                 phase[k] = COMPUTE
                 anchor_t[k] = t
                 anchor_rem[k] = b_compute[e]
-                demand[k] = (
-                    compute_bytes_tab[b_level[e], size_row[b_size[e]], b_col[e]] / b_compute[e]
-                )
+                demand[k] = core_compute_demand[k]
             elif phase[k] <= COMPUTE and b_memory[e] > 0 and not fold:
                 phase[k] = MEMORY
                 if timeline:
                     b_mem_start[b] = t
                 anchor_t[k] = t
                 anchor_rem[k] = b_memory[e]
-                demand[k] = bytes_tab[b_level[e], size_row[b_size[e]], b_col[e]] / b_memory[e]
+                demand[k] = core_memory_demand[k]
             else:
                 if phase[k] != MEMORY and timeline:
                     b_mem_start[b] = t
                 phase[k] = IDLE
+                for j in range(core_base_ptr[k], core_base_ptr[k + 1]):
+                    idle_in_base[core_base_idx[j]] += 1
                 lanes_dirty = True
                 free_since[k] = t
                 core_batch[k] = -1
@@ -355,22 +383,16 @@ def simulate_kernel(
             elif count[lane] == 1:
                 ready[lane] = arrival[i] + delay_ms
             i_next += 1
-            if not lanes_dirty:  # only this lane changed: compare it with the cached best
-                has_free = False
-                for j in range(lane_core_ptr[base], lane_core_ptr[base + 1]):
-                    if phase[lane_core_idx[j]] == IDLE:
-                        has_free = True
-                        break
-                if has_free:
-                    td = max(ready[lane], t)
-                    ha = arrival[head[lane]]
-                    if lane == lane_d or (
-                        td < t_d
-                        or (td == t_d and (ha < head_d or (ha == head_d and lane < lane_d)))
-                    ):
-                        t_d = td
-                        lane_d = lane
-                        head_d = ha
+            # only this lane changed (and a core of it is idle): compare it with the cached best
+            if not lanes_dirty and idle_in_base[base] > 0:
+                td = max(ready[lane], t)
+                ha = arrival[head[lane]]
+                if lane == lane_d or (
+                    td < t_d or (td == t_d and (ha < head_d or (ha == head_d and lane < lane_d)))
+                ):
+                    t_d = td
+                    lane_d = lane
+                    head_d = ha
         else:
             # ---- dispatch a batch from lane_d at t_d
             lane = lane_d
@@ -429,6 +451,9 @@ def simulate_kernel(
             else:
                 fixed = stall + launch_tab[level, row, col] + compute_tab[level, row, col]
                 mem = memory_tab[level, row, col]
+            if not dist_mode:
+                core_compute_demand[k] = compute_demand[level, row, col]
+                core_memory_demand[k] = memory_demand[level, row, col]
 
             e = b if timeline else k
             b_size[e] = size
@@ -443,6 +468,8 @@ def simulate_kernel(
                 b_stall[b] = stall
                 b_slowed[b] = False
             phase[k] = FIXED
+            for j in range(core_base_ptr[k], core_base_ptr[k + 1]):
+                idle_in_base[core_base_idx[j]] -= 1
             core_batch[k] = b
             fixed_end[k] = t + fixed
             planned_finish[k] = (t + fixed) + comp + mem

@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -89,8 +91,12 @@ class TailRanks:
     gamma: np.ndarray
 
 
+@functools.lru_cache(maxsize=64)
 def tail_ranks(n: int) -> TailRanks:
-    """The TailRanks of n measured latencies (n >= 1)."""
+    """The TailRanks of n measured latencies (n >= 1): a pure function of n, kept for the next
+    summary of the same size (its dozen small numpy calls were 0.1 ms before the first re-run
+    could start). Shared between callers: read them, never write them (read-only flags would
+    give the kernels another numba signature to compile)."""
     if n <= 0:
         raise ValueError("no measured requests: lower inputs.workload.warmup_fraction")
     below, above, gamma = percentile_ranks(n, TAIL_PERCENTILES)
@@ -336,12 +342,34 @@ class PendingCounterfactuals:
     tasks: tuple[Callable[[], tuple[float, float]], ...] = ()
 
 
-def counterfactual_pool(result: RuntimeResult) -> ThreadPoolExecutor:
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def counterfactual_pool() -> ThreadPoolExecutor:
     """The pool the re-runs share: COUNTERFACTUAL_WORKERS - 1 threads (the caller is the
-    other, `finish_counterfactuals`), one above CONCURRENT_MAX_REQUESTS requests (memory: the
-    caller then only waits)."""
-    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
-    return ThreadPoolExecutor(max_workers=max(1, COUNTERFACTUAL_WORKERS - 1) if small else 1)
+    other, `finish_counterfactuals`; above CONCURRENT_MAX_REQUESTS requests the caller only
+    waits). One per process, started on first use and kept: a thread started per summary made
+    every summary wait for it (0.1-0.5 ms on these machines, before the first re-run could
+    begin, in a 9 ms summary). No result depends on it (the sums run in subset order whichever
+    thread ran a re-run); summaries on several threads share it, each caller running its own
+    re-runs the pool has not started. A forked child starts its own (threads do not survive a
+    fork)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=max(1, COUNTERFACTUAL_WORKERS - 1), thread_name_prefix="rerun"
+            )
+        return _POOL
+
+
+def _forget_pool_after_fork() -> None:
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def start_counterfactuals(
@@ -433,12 +461,12 @@ def counterfactual_attribution(
     only and keeps the generic path's service times (said in `fallback_off_means`).
     (`model.runtime.summary.summarize` runs the same re-runs beside its other statistics.)
     """
-    with counterfactual_pool(result) as pool:
-        # The run's own tail in the pool's thread, first, as the re-runs after it: glibc then
-        # serves them all from that thread's heap, which keeps a large run's peak lower
-        # (tests/runtime/test_memory.py measures it).
-        base = pool.submit(lambda: tail_percentiles(measured_latency_ms(result)))
-        pending = start_counterfactuals(result, table, all_compiled_table, pool)
-        return finish_counterfactuals(
-            pending, base.result(), pinned=result.pinned, all_compiled_table=all_compiled_table
-        )
+    pool = counterfactual_pool()
+    # The run's own tail in the pool's thread, first, as the re-runs after it: glibc then
+    # serves them all from that thread's heap, which keeps a large run's peak lower
+    # (tests/runtime/test_memory.py measures it).
+    base = pool.submit(lambda: tail_percentiles(measured_latency_ms(result)))
+    pending = start_counterfactuals(result, table, all_compiled_table, pool)
+    return finish_counterfactuals(
+        pending, base.result(), pinned=result.pinned, all_compiled_table=all_compiled_table
+    )
