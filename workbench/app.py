@@ -187,6 +187,7 @@ class WorkbenchApp(App[int]):
         if loaded.warning:
             self._startup_warnings.append(loaded.warning)
         self._install_signal_handlers()
+        self._drafts.start()  # now, before the model loading can hold the interpreter lock
         if not self.is_headless:
             self.set_interval(HANGUP_POLL_S, self._check_hangup, name="hangup-poll")
         if self._stall_monitor is not None:
@@ -287,6 +288,7 @@ class WorkbenchApp(App[int]):
             self._report_draft(self._drafts.last_outcome, notify=False)  # the exit notes say it
         elif not self._drafts.wait(0):
             self.exit_notes["draft"] = f"draft still being written after {DRAFT_EXIT_WAIT_S:g} s"
+        self._drafts.close()
         gc.unfreeze()  # what freeze_heap kept may be collected again (apps run in one process)
         self._remove_signal_handlers()
         if self._stall_monitor is not None and self.options.stall_report:

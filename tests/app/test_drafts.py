@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,12 +111,38 @@ def test_background_writes_land_in_order_and_only_the_latest_waiting_one_is_writ
     assert [o.generation for o in seen] == [first, last]
     assert all(o.error is None and o.path is not None for o in seen)
     assert writer.last_outcome == seen[-1]
+    writer.close()
     deadline = time.monotonic() + 10
     while any(t.name == "draft-writer" for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "the writer thread outlived its work"
+        assert time.monotonic() < deadline, "the writer thread outlived close()"
         time.sleep(0.01)
     found = drafts.read_draft(packet_file, folder)
     assert isinstance(found, drafts.Draft) and found.working.packet.inputs.sla.p95_ms == 72.0
+
+
+def test_an_unclosed_writer_does_not_keep_its_owner_alive(
+    packet_file: Path, tmp_path: Path
+) -> None:
+    """The thread holds a bound `on_done` weakly: an owner dropped without close() is
+    collected, and the write in flight still lands."""
+
+    class Owner:
+        def __init__(self) -> None:
+            self.writer = drafts.DraftWriter(self.done)
+
+        def done(self, outcome: drafts.DraftOutcome) -> None:
+            pass
+
+    owner = Owner()
+    writer = owner.writer
+    writer.submit(with_p95(packet_file, 70.0), tmp_path / "drafts")
+    assert writer.wait(10)
+    gone = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert gone() is None
+    assert drafts.read_draft(packet_file, tmp_path / "drafts") is not None
+    writer.close()
 
 
 def test_write_now_waits_for_the_write_in_flight_and_supersedes_what_waits(

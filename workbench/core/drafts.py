@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import inspect
 import json
 import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,28 +268,44 @@ class DraftWriter:
     any still waiting (only the latest working packet is worth writing: `WorkingPacket` is
     immutable, so the thread reads a snapshot). `on_done` gets each background write's
     `DraftOutcome` on the writer thread. `write_now` (quit, hangup, save) drops what is
-    waiting, waits out the write in flight and writes on the caller's thread. The thread
-    ends once nothing waits (a later write starts another).
+    waiting, waits out the write in flight and writes on the caller's thread.
+
+    The thread is started by `start` (the app calls it as it mounts) and runs until `close`:
+    starting a thread waits for it to take the interpreter lock, which another thread (the
+    model loading) can hold for a long time, so none is started later on the UI's path. It
+    holds `on_done` weakly when that is a bound method: an app left unclosed is not kept
+    alive by its writer.
     """
 
     def __init__(self, on_done: Callable[[DraftOutcome], None]) -> None:
-        self._on_done = on_done
+        if inspect.ismethod(on_done):
+            self._on_done: Callable[[], Callable[[DraftOutcome], None] | None] = weakref.WeakMethod(
+                on_done
+            )  # type: ignore[arg-type]
+        else:
+            self._on_done = lambda: on_done
         self._cond = threading.Condition()
         self._waiting: tuple[int, WorkingPacket, Path] | None = None
         self._busy = False
+        self._closed = False
         self._generation = 0
         self._thread: threading.Thread | None = None
         self.last_outcome: DraftOutcome | None = None
         """The latest background write's outcome (None before the first)."""
 
+    def start(self) -> None:
+        """Start the writer thread (once; `submit` starts it too if it was not)."""
+        with self._cond:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name="draft-writer", daemon=True)
+                self._thread.start()
+
     def submit(self, working: WorkingPacket, folder: Path) -> int:
         """Write `working`'s draft in the background; returns the write's generation."""
+        self.start()
         with self._cond:
             self._generation += 1
             self._waiting = (self._generation, working, folder)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="draft-writer", daemon=True)
-                self._thread.start()
             self._cond.notify_all()
             return self._generation
 
@@ -312,15 +330,21 @@ class DraftWriter:
         with self._cond:
             return self._cond.wait_for(lambda: not self._busy and self._waiting is None, timeout)
 
+    def close(self) -> None:
+        """Stop the thread once what waits is written (a later `submit` writes nothing)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
     def _run(self) -> None:
-        """Write what waits, until nothing does; then the thread ends (it holds `on_done`,
-        and through it the app: a thread kept for good would keep every app alive)."""
         while True:
             with self._cond:
-                while self._busy and self._waiting is not None:  # a write_now in flight
+                while (self._waiting is None or self._busy) and not (
+                    self._closed and self._waiting is None
+                ):
                     self._cond.wait()
-                if self._waiting is None:
-                    self._thread = None  # a later submit starts another
+                if self._waiting is None:  # closed, nothing left
+                    self._thread = None
                     return
                 generation, working, folder = self._waiting
                 self._waiting = None
@@ -333,4 +357,7 @@ class DraftWriter:
                     self.last_outcome = outcome
                     self._busy = False
                     self._cond.notify_all()
-            self._on_done(outcome)
+            callback = self._on_done()
+            if callback is not None:
+                callback(outcome)
+            del callback, working  # nothing of the owner's kept while the thread waits
