@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from packets.errors import PacketError
 from packets.examples import DEFAULT_EXAMPLE, example_bytes
+from packets.fingerprint import inputs_sha256
 from packets.load import load_packet, parse_packet
 from packets.signing.packet import sign_entry, tail_problems, verify_entries
 from packets.signoff import owner_principals, sign_packet, verify_packet
-from triage.review.common import inputs_sha256
 from workbench.cli import main
 
 from .conftest import TestKey

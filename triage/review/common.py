@@ -1,9 +1,7 @@
-"""Shared pieces of the outputs: input fingerprints, tail figures, workload slices."""
+"""Shared pieces of the outputs: tail figures and workload slices."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from packets.schema import Packet, TailFigures, WorkloadSlice
@@ -11,19 +9,6 @@ from triage.runs import reproduce_command
 from triage.scenario import Scenario
 
 PRODUCTION = "production"
-
-
-def inputs_sha256(packet: Packet) -> str:
-    """Fingerprint of everything the outputs are computed from (not owners, not outputs)."""
-    data = packet.model_dump(mode="json")
-    basis = {k: data[k] for k in ("topic", "seed", "inputs", "baseline", "candidates")}
-    for candidate in basis[
-        "candidates"
-    ]:  # absent provenance leaves older fingerprints as they were
-        if candidate.get("provenance") is None:
-            candidate.pop("provenance", None)
-    text = json.dumps(basis, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def sla_ok(sla: dict[str, Any]) -> bool:

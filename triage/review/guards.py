@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from packets.candidates import resolve_config, resolve_dtype
+from packets.fingerprint import inputs_sha256
 from packets.schema import ROLES_BY_TOPIC, Packet
-from triage.review.common import inputs_sha256
 
 PASS, WARN, BLOCK = "pass", "warn", "block"
 

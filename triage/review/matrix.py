@@ -30,9 +30,10 @@ import numpy as np
 from model.runtime.inputs import ShapeMix
 from model.runtime.serving import LengthMix
 from packets.candidates import BASELINE, find_candidate
+from packets.fingerprint import inputs_sha256
 from packets.schema import MatrixCell, MemoryCheck, NamedShapeMix, Packet, ValidationMatrix
 from triage.review.cells import judge_cell, keep_up_tolerance
-from triage.review.common import PRODUCTION, inputs_sha256, is_serving_packet
+from triage.review.common import PRODUCTION, is_serving_packet
 from triage.scenario import Scenario, build_scenario
 from triage.serving_scenario import GENERATION, iteration_plan, with_cell
 from triage.workunits import Cancelled as Cancelled  # raised between chunks

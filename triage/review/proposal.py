@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from packets.candidates import BASELINE, changed_knobs, find_candidate
+from packets.fingerprint import inputs_sha256
 from packets.schema import (
     PRIMARY_METRICS,
     Alternative,
@@ -25,7 +26,6 @@ from packets.schema import (
 )
 from triage.review.common import (
     default_metric,
-    inputs_sha256,
     lower_is_better,
     metric_value,
     tail_figures,

@@ -24,11 +24,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from statistics import median
 
+from packets.fingerprint import inputs_sha256
 from packets.schema import CellMiss, MatrixCell, Override, Packet, Release
 from triage.review.cells import NAMES, PRODUCTION_LOAD, miss_figures
 from triage.review.common import (
     PRODUCTION,
-    inputs_sha256,
     is_serving_packet,
     lower_is_better,
     metric_value,

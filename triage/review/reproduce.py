@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from triage.review.common import inputs_sha256
+from packets.fingerprint import inputs_sha256
 from triage.review.matrix import MatrixSpec, run_matrix
 from triage.review.proposal import classify, propose
 

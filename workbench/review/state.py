@@ -55,7 +55,7 @@ def proposal_state(packet: Packet) -> SectionState:
     out = packet.outputs
     if out.classification is None or out.mitigation is None:
         return SectionState("missing", "no proposal yet")
-    from triage.review.common import inputs_sha256
+    from packets.fingerprint import inputs_sha256
 
     digest = inputs_sha256(packet)
     stale = [
@@ -77,7 +77,7 @@ def matrix_state(packet: Packet) -> SectionState:
         return SectionState("missing", "no validation matrix yet")
     if out.mitigation is None:
         return SectionState("stale", f"matrix for '{matrix.candidate}', but no proposal")
-    from triage.review.common import inputs_sha256
+    from packets.fingerprint import inputs_sha256
 
     if matrix.candidate != out.mitigation.candidate:
         return SectionState(
@@ -95,7 +95,7 @@ def release_state(packet: Packet) -> SectionState:
     out = packet.outputs
     if out.release is None:
         return SectionState("missing", "no recommendation yet")
-    from triage.review.common import inputs_sha256
+    from packets.fingerprint import inputs_sha256
     from triage.review.release import recommend
 
     if out.release.inputs_sha256 != inputs_sha256(packet):

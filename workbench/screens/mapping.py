@@ -121,7 +121,7 @@ def run_report(working: WorkingPacket, config: str, paths: list[str]) -> dict:
 
 def run_key(working: WorkingPacket, config: str) -> str:
     """What a run depends on: the inputs fingerprint and the configuration's name."""
-    from triage.review.common import inputs_sha256
+    from packets.fingerprint import inputs_sha256
 
     return f"{inputs_sha256(working.packet)}:{config}"
 

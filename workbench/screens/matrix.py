@@ -223,7 +223,7 @@ class MatrixScreen(ComputeScreen):
         loop = asyncio.get_running_loop()
 
         def work(stop: threading.Event) -> tuple[str, str, ValidationMatrix]:
-            from triage.review.common import inputs_sha256
+            from packets.fingerprint import inputs_sha256
             from triage.review.matrix import run_matrix
 
             def progress(done: int, total: int) -> None:
@@ -275,7 +275,7 @@ class MatrixScreen(ComputeScreen):
             self.show_error(f"Matrix failed: {one_line(exc)}")
 
     def _finished(self, result: tuple[str, str, ValidationMatrix]) -> None:
-        from triage.review.common import inputs_sha256
+        from packets.fingerprint import inputs_sha256
 
         self._hide_progress()
         digest, candidate, matrix = result

@@ -112,7 +112,7 @@ class ProposalScreen(ComputeScreen):
         count = len(working.packet.candidates)
 
         def work(stop: threading.Event) -> tuple[str, Classification, Mitigation]:
-            from triage.review.common import inputs_sha256
+            from packets.fingerprint import inputs_sha256
             from triage.review.proposal import classify, propose
 
             loaded = loaded_from(working, b"")  # the model reads the packet, never its bytes
@@ -126,7 +126,7 @@ class ProposalScreen(ComputeScreen):
         )
 
     def _proposed(self, result: tuple[str, Classification, Mitigation]) -> None:
-        from triage.review.common import inputs_sha256
+        from packets.fingerprint import inputs_sha256
 
         digest, classification, mitigation = result
         working = self.workbench.working
