@@ -523,28 +523,12 @@ async def test_ansi_theme_plot_colours_keep_ansi_indices(make_app: MakeApp) -> N
         assert canvas == NO_COLOR and series[0] == 4
 
 
-async def test_unwritable_drafts_folder_is_reported_once(make_app: MakeApp, tmp_path: Path) -> None:
-    blocked = tmp_path / "not-a-folder"
-    blocked.write_text("a file where the drafts folder should be")
-    app = make_app(drafts_folder=blocked / "drafts")
-    notes = record_notes(app)
-    async with app.run_test(size=SMALL) as pilot:
-        await pilot.pause()
-        await focus_field(app, pilot, "sla.p99_ms")
-        await retype(pilot, "95")
-        await retype(pilot, "96")
-        app.save_draft_now()
-        assert app.working.packet.inputs.sla.p99_ms == 96.0  # editing goes on
-    errors = [m for m, severity in notes if severity == "error"]
-    assert len(errors) == 1 and errors[0].startswith("draft not saved:")
-    assert app.exit_notes["draft"] == errors[0]
-
-
-async def test_a_failed_autosave_off_the_ui_loop_is_reported_once(
-    make_app: MakeApp, tmp_path: Path
+@pytest.mark.parametrize("autosave", [False, True], ids=["saved-now", "autosaved"])
+async def test_unwritable_drafts_folder_is_reported_once(
+    make_app: MakeApp, tmp_path: Path, autosave: bool
 ) -> None:
-    """The autosave runs on the draft writer's thread; its failure still reaches the user
-    (once) and the exit notes."""
+    """Written at once (quit, hangup) or autosaved on the draft writer's thread once typing
+    pauses, a draft that cannot be written is reported once and kept in the exit notes."""
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the drafts folder should be")
     app = make_app(drafts_folder=blocked / "drafts")
@@ -554,12 +538,16 @@ async def test_a_failed_autosave_off_the_ui_loop_is_reported_once(
         await focus_field(app, pilot, "sla.p99_ms")
         for text in ("95", "96"):
             await retype(pilot, text)
-            await pilot.pause(DRAFT_DELAY_S + 0.1)  # each edit autosaved once typing pauses
-            assert app.wait_for_drafts(10)
-            await pilot.pause()  # the writer's message reaches the UI loop
-        errors = [m for m, severity in notes if severity == "error"]
-        assert len(errors) == 1 and errors[0].startswith("draft not saved:")
-        assert app.exit_notes["draft"] == errors[0]
+            if autosave:
+                await pilot.pause(DRAFT_DELAY_S + 0.1)
+                assert app.wait_for_drafts(10)
+                await pilot.pause()  # the writer's message reaches the UI loop
+        if not autosave:
+            app.save_draft_now()
+        assert app.working.packet.inputs.sla.p99_ms == 96.0  # editing goes on
+    errors = [m for m, severity in notes if severity == "error"]
+    assert len(errors) == 1 and errors[0].startswith("draft not saved:")
+    assert app.exit_notes["draft"] == errors[0]
 
 
 async def test_quitting_before_the_form_is_complete_is_clean(make_app: MakeApp) -> None:
