@@ -301,12 +301,14 @@ class DraftWriter:
                 self._thread.start()
 
     def submit(self, working: WorkingPacket, folder: Path) -> int:
-        """Write `working`'s draft in the background; returns the write's generation."""
+        """Write `working`'s draft in the background; returns the write's generation (after
+        `close` nothing is written: the owner has gone, and `write_now` is the way then)."""
         self.start()
         with self._cond:
             self._generation += 1
-            self._waiting = (self._generation, working, folder)
-            self._cond.notify_all()
+            if not self._closed:
+                self._waiting = (self._generation, working, folder)
+                self._cond.notify_all()
             return self._generation
 
     def write_now(self, working: WorkingPacket, folder: Path) -> DraftOutcome:
@@ -331,7 +333,7 @@ class DraftWriter:
             return self._cond.wait_for(lambda: not self._busy and self._waiting is None, timeout)
 
     def close(self) -> None:
-        """Stop the thread once what waits is written (a later `submit` writes nothing)."""
+        """Stop the thread once what waits is written."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -349,14 +351,14 @@ class DraftWriter:
                 generation, working, folder = self._waiting
                 self._waiting = None
                 self._busy = True
-            outcome = DraftOutcome(generation, error="draft writer stopped unexpectedly")
             try:
                 outcome = _write_outcome(generation, working, folder)
-            finally:
-                with self._cond:
-                    self.last_outcome = outcome
-                    self._busy = False
-                    self._cond.notify_all()
+            except Exception as exc:  # a bug: reported in one line; the thread goes on writing
+                outcome = DraftOutcome(generation, error=f"{type(exc).__name__}: {exc}")
+            with self._cond:
+                self.last_outcome = outcome
+                self._busy = False
+                self._cond.notify_all()
             callback = self._on_done()
             if callback is not None:
                 callback(outcome)
