@@ -151,21 +151,21 @@ def summarize(
     `command` is the exact command that reproduces the run; it goes into the classification.
     """
     if len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS:
-        pool = counterfactual_pool()
-        # The re-runs first: they overlap the statistics below (the kernels release the
-        # GIL), which share one gather of the measured latencies.
-        pending = start_counterfactuals(result, table, all_compiled_table, pool)
-        latency, waits = measured_latency_ms(result), measured_wait_ms(result)
-        head = headline(result, latency_ms=latency, wait_ms=waits[0])
-        p99_tail, p95_tail, mean = compositions(
-            result, (0.01, 0.05), latency_ms=latency, waits_ms=waits
-        )
-        del latency, waits
-        fallback = fallback_cost(result)  # before the wait: the pool may still be busy
-        base_tail = (head["latency_ms"]["p95"], head["latency_ms"]["p99"])  # one pass
-        counterfactual = finish_counterfactuals(
-            pending, base_tail, pinned=result.pinned, all_compiled_table=all_compiled_table
-        )
+        with counterfactual_pool(result) as pool:
+            # The re-runs first: they overlap the statistics below (the kernels release the
+            # GIL), which share one gather of the measured latencies.
+            pending = start_counterfactuals(result, table, all_compiled_table, pool)
+            latency, waits = measured_latency_ms(result), measured_wait_ms(result)
+            head = headline(result, latency_ms=latency, wait_ms=waits[0])
+            p99_tail, p95_tail, mean = compositions(
+                result, (0.01, 0.05), latency_ms=latency, waits_ms=waits
+            )
+            del latency, waits
+            fallback = fallback_cost(result)  # before the wait: the pool may still be busy
+            base_tail = (head["latency_ms"]["p95"], head["latency_ms"]["p99"])  # one pass
+            counterfactual = finish_counterfactuals(
+                pending, base_tail, pinned=result.pinned, all_compiled_table=all_compiled_table
+            )
     else:  # peak memory: each statistic gathers and drops its own arrays, then one re-run at
         head = headline(result)  # a time
         p99_tail, p95_tail, mean = compositions(result, (0.01, 0.05))

@@ -15,8 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -342,34 +340,14 @@ class PendingCounterfactuals:
     tasks: tuple[Callable[[], tuple[float, float]], ...] = ()
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def counterfactual_pool() -> ThreadPoolExecutor:
+def counterfactual_pool(result: RuntimeResult) -> ThreadPoolExecutor:
     """The pool the re-runs share: COUNTERFACTUAL_WORKERS - 1 threads (the caller is the
-    other, `finish_counterfactuals`; above CONCURRENT_MAX_REQUESTS requests the caller only
-    waits). One per process, started on first use and kept: a thread started per summary made
-    every summary wait for it (0.1-0.5 ms on these machines, before the first re-run could
-    begin, in a 9 ms summary). No result depends on it (the sums run in subset order whichever
-    thread ran a re-run); summaries on several threads share it, each caller running its own
-    re-runs the pool has not started. A forked child starts its own (threads do not survive a
-    fork)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(
-                max_workers=max(1, COUNTERFACTUAL_WORKERS - 1), thread_name_prefix="rerun"
-            )
-        return _POOL
-
-
-def _forget_pool_after_fork() -> None:
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    other, `finish_counterfactuals`), one above CONCURRENT_MAX_REQUESTS requests (memory: the
+    caller then only waits). One per summary, not one per process: a thread keeps the
+    sys.stderr it was started under, which inside the app is Textual's capture, and through
+    it the whole app (a process-wide pool kept the first app of a test session alive)."""
+    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+    return ThreadPoolExecutor(max_workers=max(1, COUNTERFACTUAL_WORKERS - 1) if small else 1)
 
 
 def start_counterfactuals(
@@ -461,12 +439,12 @@ def counterfactual_attribution(
     only and keeps the generic path's service times (said in `fallback_off_means`).
     (`model.runtime.summary.summarize` runs the same re-runs beside its other statistics.)
     """
-    pool = counterfactual_pool()
-    # The run's own tail in the pool's thread, first, as the re-runs after it: glibc then
-    # serves them all from that thread's heap, which keeps a large run's peak lower
-    # (tests/runtime/test_memory.py measures it).
-    base = pool.submit(lambda: tail_percentiles(measured_latency_ms(result)))
-    pending = start_counterfactuals(result, table, all_compiled_table, pool)
-    return finish_counterfactuals(
-        pending, base.result(), pinned=result.pinned, all_compiled_table=all_compiled_table
-    )
+    with counterfactual_pool(result) as pool:
+        # The run's own tail in the pool's thread, first, as the re-runs after it: glibc then
+        # serves them all from that thread's heap, which keeps a large run's peak lower
+        # (tests/runtime/test_memory.py measures it).
+        base = pool.submit(lambda: tail_percentiles(measured_latency_ms(result)))
+        pending = start_counterfactuals(result, table, all_compiled_table, pool)
+        return finish_counterfactuals(
+            pending, base.result(), pinned=result.pinned, all_compiled_table=all_compiled_table
+        )

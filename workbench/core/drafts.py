@@ -270,11 +270,12 @@ class DraftWriter:
     `DraftOutcome` on the writer thread. `write_now` (quit, hangup, save) drops what is
     waiting, waits out the write in flight and writes on the caller's thread.
 
-    The thread is started by `start` (the app calls it as it mounts) and runs until `close`:
-    starting a thread waits for it to take the interpreter lock, which another thread (the
-    model loading) can hold for a long time, so none is started later on the UI's path. It
-    holds `on_done` weakly when that is a bound method: an app left unclosed is not kept
-    alive by its writer.
+    The thread is started by `start` (the app calls it as it mounts) and runs until `close`
+    (the app calls it as it unmounts): starting a thread waits for it to take the interpreter
+    lock, which another thread (the model loading) can hold for a long time, so none is
+    started later on the UI's path. It holds a bound `on_done` weakly, so an owner that drops
+    the writer unclosed can go (a thread started inside a Textual app still keeps the app's
+    output capture as its sys.stderr until it ends: the app must close its writer).
     """
 
     def __init__(self, on_done: Callable[[DraftOutcome], None]) -> None:
