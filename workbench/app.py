@@ -135,6 +135,7 @@ class WorkbenchApp(App[int]):
         self._exit_deadline: threading.Timer | None = None
         self._draft_timer: Timer | None = None
         self._drafts = drafts.DraftWriter(self._draft_written_in_thread)
+        self._drafts.start()  # before the app runs: see DraftWriter (the lock, sys.stderr)
         self._draft_reported = 0  # generation of the last draft outcome reported
         self._stall_monitor = StallMonitor() if self.options.stall_report else None
         self.model_loaded = threading.Event()
@@ -187,7 +188,6 @@ class WorkbenchApp(App[int]):
         if loaded.warning:
             self._startup_warnings.append(loaded.warning)
         self._install_signal_handlers()
-        self._drafts.start()  # now, before the model loading can hold the interpreter lock
         if not self.is_headless:
             self.set_interval(HANGUP_POLL_S, self._check_hangup, name="hangup-poll")
         if self._stall_monitor is not None:

@@ -124,7 +124,7 @@ def test_an_unclosed_writer_does_not_keep_its_owner_alive(
     packet_file: Path, tmp_path: Path
 ) -> None:
     """The thread holds a bound `on_done` weakly: an owner dropped without close() is
-    collected, and the write in flight still lands."""
+    collected, the write in flight still lands, and the thread then ends."""
 
     class Owner:
         def __init__(self) -> None:
@@ -142,7 +142,10 @@ def test_an_unclosed_writer_does_not_keep_its_owner_alive(
     gc.collect()
     assert gone() is None
     assert drafts.read_draft(packet_file, tmp_path / "drafts") is not None
-    writer.close()
+    deadline = time.monotonic() + 10 * drafts.OWNER_CHECK_S
+    while writer._thread is not None:  # the thread notices its owner has gone, and ends
+        assert time.monotonic() < deadline, "the writer thread outlived its owner"
+        time.sleep(0.05)
 
 
 def test_write_now_waits_for_the_write_in_flight_and_supersedes_what_waits(

@@ -30,6 +30,7 @@ from packets.schema import Packet
 from workbench.core.session import WorkingPacket, sha256_hex
 
 DRAFT_FORMAT = "handoff-workbench-draft/1"
+OWNER_CHECK_S = 1.0  # how often an idle draft writer checks that its owner is still there
 APP_DIR = "handoff-workbench"
 
 
@@ -270,12 +271,12 @@ class DraftWriter:
     `DraftOutcome` on the writer thread. `write_now` (quit, hangup, save) drops what is
     waiting, waits out the write in flight and writes on the caller's thread.
 
-    The thread is started by `start` (the app calls it as it mounts) and runs until `close`
-    (the app calls it as it unmounts): starting a thread waits for it to take the interpreter
-    lock, which another thread (the model loading) can hold for a long time, so none is
-    started later on the UI's path. It holds a bound `on_done` weakly, so an owner that drops
-    the writer unclosed can go (a thread started inside a Textual app still keeps the app's
-    output capture as its sys.stderr until it ends: the app must close its writer).
+    The thread is started by `start` and runs until `close`, or until a bound `on_done`'s
+    owner has gone (it is held weakly; checked every OWNER_CHECK_S). The app starts it as it
+    is built, before it runs: starting a thread waits for it to take the interpreter lock,
+    which another thread (the model loading) can hold for a long time, so none is started on
+    the UI's path; and a thread keeps the sys.stderr it was started under, which inside a
+    running Textual app is the app's output capture, and so the app.
     """
 
     def __init__(self, on_done: Callable[[DraftOutcome], None]) -> None:
@@ -343,10 +344,10 @@ class DraftWriter:
         while True:
             with self._cond:
                 while (self._waiting is None or self._busy) and not (
-                    self._closed and self._waiting is None
+                    self._waiting is None and (self._closed or self._on_done() is None)
                 ):
-                    self._cond.wait()
-                if self._waiting is None:  # closed, nothing left
+                    self._cond.wait(OWNER_CHECK_S)
+                if self._waiting is None:  # closed (or its owner has gone), nothing left
                     self._thread = None
                     return
                 generation, working, folder = self._waiting
