@@ -284,10 +284,10 @@ class WorkbenchApp(App[int]):
 
     def on_unmount(self) -> None:
         self.quiet.closed.set()  # start-up threads waiting for a pause stop
-        if self._drafts.wait(DRAFT_EXIT_WAIT_S) and self._drafts.last_outcome is not None:
-            self._report_draft(self._drafts.last_outcome, notify=False)  # the exit notes say it
-        elif not self._drafts.wait(0):
+        if not self._drafts.wait(DRAFT_EXIT_WAIT_S):
             self.exit_notes["draft"] = f"draft still being written after {DRAFT_EXIT_WAIT_S:g} s"
+        elif self._drafts.last_outcome is not None:
+            self._report_draft(self._drafts.last_outcome, notify=False)  # the exit notes say it
         self._drafts.close()
         gc.unfreeze()  # what freeze_heap kept may be collected again (apps run in one process)
         self._remove_signal_handlers()
