@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from model.runtime.simulate import RuntimeResult, simulate
-from model.runtime.summary import RunReport, summarize
+from model.runtime.summary import RunReport, run_summary, summarize
 from triage.scenario import Scenario, build_scenario
 
 if TYPE_CHECKING:
@@ -72,8 +72,17 @@ def summarize_scenario(scenario: Scenario, path: str, result: RuntimeResult) -> 
 
 def run_scenario(scenario: Scenario, path: str) -> RunReport:
     """Simulate a scenario; the summary carries `packet` and `candidate` first (JSON contract).
-    The dynamic batcher, also for a serving packet (its decode step): see `run_serving_scenario`."""
-    return summarize_scenario(scenario, path, simulate_scenario(scenario))
+    The dynamic batcher, also for a serving packet (its decode step): see `run_serving_scenario`.
+    The same bits as `summarize_scenario` after `simulate_scenario`, sooner: the tail
+    attribution's re-runs start beside the simulation (`model.runtime.summary.run_summary`)."""
+    report = run_summary(
+        scenario.runtime,
+        scenario.service_table,
+        all_compiled_table=scenario.all_compiled_table,
+        command=reproduce_command(path, scenario),
+    )
+    named = dataclasses.replace(report.run, packet=scenario.packet.id, candidate=scenario.candidate)
+    return RunReport(run=named, result=report.result)
 
 
 def run_serving_scenario(

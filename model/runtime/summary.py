@@ -25,12 +25,17 @@ from model.runtime.stats import (
 )
 from model.runtime.tail import (
     CONCURRENT_MAX_REQUESTS,
+    PendingCounterfactuals,
+    active_drivers,
     compositions,
     counterfactual_attribution,
     counterfactual_pool,
     finish_counterfactuals,
+    possible_drivers,
     start_counterfactuals,
+    start_reruns,
 )
+from model.runtime.workload import generate_requests
 from model.service import ServiceTable
 
 
@@ -151,26 +156,43 @@ def summarize(
     `command` is the exact command that reproduces the run; it goes into the classification.
     """
     if len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS:
-        with counterfactual_pool(result) as pool:
+        with counterfactual_pool(len(result.stream.arrival_ms)) as pool:
             # The re-runs first: they overlap the statistics below (the kernels release the
             # GIL), which share one gather of the measured latencies.
             pending = start_counterfactuals(result, table, all_compiled_table, pool)
-            latency, waits = measured_latency_ms(result), measured_wait_ms(result)
-            head = headline(result, latency_ms=latency, wait_ms=waits[0])
-            p99_tail, p95_tail, mean = compositions(
-                result, (0.01, 0.05), latency_ms=latency, waits_ms=waits
-            )
-            del latency, waits
-            fallback = fallback_cost(result)  # before the wait: the pool may still be busy
-            base_tail = (head["latency_ms"]["p95"], head["latency_ms"]["p99"])  # one pass
-            counterfactual = finish_counterfactuals(
-                pending, base_tail, pinned=result.pinned, all_compiled_table=all_compiled_table
-            )
-    else:  # peak memory: each statistic gathers and drops its own arrays, then one re-run at
-        head = headline(result)  # a time
-        p99_tail, p95_tail, mean = compositions(result, (0.01, 0.05))
-        counterfactual = counterfactual_attribution(result, table, all_compiled_table)
-        fallback = fallback_cost(result)
+            return _summarize_beside(result, pending, table, all_compiled_table, command)
+    head = headline(result)  # peak memory: each statistic gathers and drops its own arrays,
+    p99_tail, p95_tail, mean = compositions(result, (0.01, 0.05))  # then one re-run at a time
+    counterfactual = counterfactual_attribution(result, table, all_compiled_table)
+    fallback = fallback_cost(result)
+    return _assemble(result, head, (p99_tail, p95_tail, mean), fallback, counterfactual, command)
+
+
+def _summarize_beside(
+    result: RuntimeResult,
+    pending: PendingCounterfactuals,
+    table: ServiceTable | None,
+    all_compiled_table: ServiceTable | None,
+    command: str,
+) -> RunSummary:
+    """The summary of a finished run whose re-runs are in flight (`pending`, over its active
+    drivers or a superset of them): its own statistics first, then the re-runs left."""
+    latency, waits = measured_latency_ms(result), measured_wait_ms(result)
+    head = headline(result, latency_ms=latency, wait_ms=waits[0])
+    groups = compositions(result, (0.01, 0.05), latency_ms=latency, waits_ms=waits)
+    del latency, waits
+    fallback = fallback_cost(result)  # before the wait: the pool may still be busy
+    base_tail = (head["latency_ms"]["p95"], head["latency_ms"]["p99"])  # one pass
+    counterfactual = finish_counterfactuals(
+        pending, base_tail, pinned=result.pinned, all_compiled_table=all_compiled_table,
+        drivers=active_drivers(result, table),
+    )  # fmt: skip
+    return _assemble(result, head, groups, fallback, counterfactual, command)
+
+
+def _assemble(result, head, groups, fallback, counterfactual, command) -> RunSummary:
+    """The RunSummary of a run's headline, tail groups, fallback cost and counterfactuals."""
+    p99_tail, p95_tail, mean = groups
     classification = classify(
         p99_tail,
         p95_tail,
@@ -213,6 +235,23 @@ def run_summary(
             generic path's extra cost and the no-fallback counterfactual exact).
         command: the command line that reproduces the run.
     """
-    result = simulate(config, table, all_compiled_table=all_compiled_table)
-    run = summarize(result, table, all_compiled_table=all_compiled_table, command=command)
+    stream = generate_requests(config.workload, config.service, config.seed)
+    if len(stream.arrival_ms) > CONCURRENT_MAX_REQUESTS:  # memory: the run, then its re-runs
+        result = simulate(config, table, all_compiled_table=all_compiled_table, stream=stream)
+        run = summarize(result, table, all_compiled_table=all_compiled_table, command=command)
+        return RunReport(run=run, result=result)
+    # The re-runs need only the request stream: they start before the run itself, on the
+    # pool's thread, while this one simulates (the kernels release the GIL), over the drivers
+    # that can turn out active; the summary is the same bits as `summarize` after `simulate`.
+    first = int(config.workload.warmup_fraction * len(stream.arrival_ms))
+    with counterfactual_pool(len(stream.arrival_ms)) as pool:
+        drivers = possible_drivers(config, table, stream)
+        pending = start_reruns(config, stream, first, table, all_compiled_table, pool, drivers)
+        try:
+            result = simulate(config, table, all_compiled_table=all_compiled_table, stream=stream)
+        except BaseException:
+            for future in pending.futures:
+                future.cancel()
+            raise
+        run = _summarize_beside(result, pending, table, all_compiled_table, command)
     return RunReport(run=run, result=result)

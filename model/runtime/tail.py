@@ -23,6 +23,7 @@ from itertools import combinations
 import numpy as np
 
 from model.runtime.inputs import Fallback, RuntimeConfig
+from model.runtime.queues import request_columns, shape_columns
 from model.runtime.simulate import (
     LatencyRun,
     RuntimeResult,
@@ -36,6 +37,7 @@ from model.runtime.stats import (
     measured_wait_ms,
     percentile_ranks,
 )
+from model.runtime.workload import RequestStream
 from model.service import ServiceTable
 
 COMPONENTS = (
@@ -250,12 +252,21 @@ def active_drivers(result: RuntimeResult, table: ServiceTable | None) -> tuple[s
         active.append("placement")
     if np.any(result.batches.fallback) or np.any(result.batches.stall_ms > 0):
         active.append("fallback")
-    if cfg.contention and not result.pinned and table is not None:
-        burst = max(_burst_rate(t) for t in (table, *table.busy))
-        shares_cache = any(not np.array_equal(t.time_ms, table.time_ms) for t in table.busy)
-        if cfg.hardware.cores * burst > cfg.hardware.hbm_gbs * 1e6 or shares_cache:
-            active.append("contention")
+    if _contention_possible(cfg, table):
+        active.append("contention")
     return tuple(active)
+
+
+def _contention_possible(config: RuntimeConfig, table: ServiceTable | None) -> bool:
+    """Whether switching contention off can change a run: it is on, service comes from a
+    table (a pinned distribution has no traffic), and all cores bursting at once can ask for
+    more than the HBM bandwidth or a busy table's times differ (a smaller shared-cache share
+    when other cores are busy)."""
+    if not config.contention or config.service.source == "distribution" or table is None:
+        return False
+    burst = max(_burst_rate(t) for t in (table, *table.busy))
+    shares_cache = any(not np.array_equal(t.time_ms, table.time_ms) for t in table.busy)
+    return config.hardware.cores * burst > config.hardware.hbm_gbs * 1e6 or shares_cache
 
 
 def _burst_rate(table: ServiceTable) -> float:
@@ -340,13 +351,14 @@ class PendingCounterfactuals:
     tasks: tuple[Callable[[], tuple[float, float]], ...] = ()
 
 
-def counterfactual_pool(result: RuntimeResult) -> ThreadPoolExecutor:
-    """The pool the re-runs share: COUNTERFACTUAL_WORKERS - 1 threads (the caller is the
-    other, `finish_counterfactuals`), one above CONCURRENT_MAX_REQUESTS requests (memory: the
-    caller then only waits). One per summary, not one per process: a thread keeps the
-    sys.stderr it was started under, which inside the app is Textual's capture, and through
-    it the whole app (a process-wide pool kept the first app of a test session alive)."""
-    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+def counterfactual_pool(requests: int) -> ThreadPoolExecutor:
+    """The pool the re-runs of a run of `requests` requests share: COUNTERFACTUAL_WORKERS - 1
+    threads (the caller is the other, `finish_counterfactuals`), one above
+    CONCURRENT_MAX_REQUESTS requests (memory: the caller then only waits). One per summary,
+    not one per process: a thread keeps the sys.stderr it was started under, which inside the
+    app is Textual's capture, and through it the whole app (a process-wide pool kept the first
+    app of a test session alive)."""
+    small = requests <= CONCURRENT_MAX_REQUESTS
     return ThreadPoolExecutor(max_workers=max(1, COUNTERFACTUAL_WORKERS - 1) if small else 1)
 
 
@@ -356,30 +368,69 @@ def start_counterfactuals(
     all_compiled_table: ServiceTable | None,
     pool: Executor,
 ) -> PendingCounterfactuals:
-    """Submit the 2^k - 1 re-runs over the k active drivers to `pool` (the run itself is the
-    subset with none off), longest first up to CONCURRENT_MAX_REQUESTS requests. Each reuses
-    the run's request stream (arrivals, shapes, service and placement draws) and is a
-    latency-only run (`prepare_latency_run`: no timeline, of the per-batch arrays only finish
-    written), of which only the four order statistics of its two percentiles come
-    back (`rerun_tail`). Up to CONCURRENT_MAX_REQUESTS requests the runs are built here, one
-    after another (sharing their equal per-request arrays), and handed over built: a pool
-    thread then holds the GIL only to enter two numba calls that release it (nogil=True), so
-    the re-runs overlap each other and the caller's own work. Larger runs are built in the
-    pool when their turn comes (one run's arrays alive at a time)."""
+    """Submit the 2^k - 1 re-runs over the k active drivers of a finished run to `pool` (the
+    run itself is the subset with none off): `start_reruns` over `active_drivers`."""
     drivers = active_drivers(result, table)
-    small = len(result.stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
+    return start_reruns(
+        result.config, result.stream, result.first_measured, table, all_compiled_table, pool,
+        drivers,
+    )  # fmt: skip
+
+
+def possible_drivers(
+    config: RuntimeConfig, table: ServiceTable | None, stream: RequestStream
+) -> tuple[str, ...]:
+    """The drivers `active_drivers` can find active once `config` has run on `stream`, known
+    before the run: placement and contention are decided by the inputs alone; fallback needs a
+    batch on a fallback column, so it is possible only when some request's shape falls on one
+    (a batch's column is one of its requests'). A superset of the active drivers: what
+    `start_reruns` runs before the base run ends (`finish_counterfactuals` drops the re-runs
+    of a driver that turned out inactive)."""
+    cfg = config
+    pinned = cfg.service.source == "distribution"
+    possible = []
+    if cfg.placement != "central-queue":
+        possible.append("placement")
+    columns = shape_columns(cfg, None if pinned else table)
+    if np.any(columns.fallback) and np.any(columns.fallback[request_columns(columns, stream)]):
+        possible.append("fallback")
+    if _contention_possible(cfg, table):
+        possible.append("contention")
+    return tuple(possible)
+
+
+def start_reruns(
+    config: RuntimeConfig,
+    stream: RequestStream,
+    first: int,
+    table: ServiceTable | None,
+    all_compiled_table: ServiceTable | None,
+    pool: Executor,
+    drivers: tuple[str, ...],
+) -> PendingCounterfactuals:
+    """Submit the 2^k - 1 re-runs over the k `drivers` (DRIVERS order) of `config` on `stream`
+    to `pool`, longest first up to CONCURRENT_MAX_REQUESTS requests; `first`: the run's first
+    measured request. Each reuses the request stream (arrivals, shapes, service and placement
+    draws) and is a latency-only run (`prepare_latency_run`: no timeline, of the per-batch
+    arrays only finish written), of which only the four order statistics of its two
+    percentiles come back (`rerun_tail`). Up to CONCURRENT_MAX_REQUESTS requests the runs are
+    built here, one after another (sharing their equal per-request arrays), and handed over
+    built: a pool thread then holds the GIL only to enter two numba calls that release it
+    (nogil=True), so the re-runs overlap each other and the caller's own work. Larger runs are
+    built in the pool when their turn comes (one run's arrays alive at a time). Needs no
+    finished run: `run_summary` starts them before its base run (`possible_drivers`)."""
+    small = len(stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
     runs = counterfactual_order(drivers, longest_first=small)
-    first = result.first_measured
     shared = SharedInputs() if small else None
 
     def build(off: frozenset[str]) -> LatencyRun:
-        cfg, tab = switched_off(result.config, table, all_compiled_table, off)
-        return prepare_latency_run(cfg, tab, result.stream, shared=shared)
+        cfg, tab = switched_off(config, table, all_compiled_table, off)
+        return prepare_latency_run(cfg, tab, stream, shared=shared)
 
     if not small:
         futures = tuple(pool.submit(lambda off=off: rerun_tail(build(off), first)) for off in runs)
         return PendingCounterfactuals(drivers, runs, futures)
-    ranks = tail_ranks(len(result.stream.arrival_ms) - first) if runs else None
+    ranks = tail_ranks(len(stream.arrival_ms) - first) if runs else None
     tasks, futures = [], []
     for off in runs:
         tasks.append(functools.partial(rerun_tail, build(off), first, ranks))
@@ -393,20 +444,32 @@ def finish_counterfactuals(
     *,
     pinned: bool,
     all_compiled_table: ServiceTable | None,
+    drivers: tuple[str, ...] | None = None,
 ) -> dict:
     """Wait for the re-runs and split p99 (and p95) exactly over the drivers (Shapley), ms.
-    `base_tail` is the run's own (p95, p99). Where the re-runs were built ahead (`tasks`), the
-    caller runs those the pool has not started, from the back of the queue while the pool
-    works from the front. The sums run in subset order, whichever thread ran a re-run and
-    whichever finished first, so the bytes never depend on the threads."""
-    drivers = pending.drivers
+    `base_tail` is the run's own (p95, p99). `drivers`: the run's active drivers when the
+    re-runs were started before it ended over a superset (`possible_drivers`); the re-runs of
+    any other driver are cancelled or, once running, ignored. Where the re-runs were built
+    ahead (`tasks`), the caller runs those the pool has not started, from the back of the
+    queue while the pool works from the front. The sums run in subset order, whichever thread
+    ran a re-run and whichever finished first, so the bytes never depend on the threads, nor
+    on whether the re-runs started before the run ended."""
+    if drivers is None:
+        drivers = pending.drivers
+    elif not set(drivers) <= set(pending.drivers):
+        raise ValueError(f"re-runs started for {pending.drivers}, not for {drivers}")
+    wanted = [off <= set(drivers) for off in pending.runs]
+    for j, future in enumerate(pending.futures):
+        if not wanted[j]:
+            future.cancel()  # a driver found inactive: its re-run is not needed
     done: dict[int, tuple[float, float]] = {}
     for j in reversed(range(len(pending.tasks))):  # the caller takes re-runs from the back
-        if pending.futures[j].cancel():  # not yet started by the pool
+        if wanted[j] and pending.futures[j].cancel():  # not yet started by the pool
             done[j] = pending.tasks[j]()
     tails = {frozenset(): base_tail}
     for j, (off, future) in enumerate(zip(pending.runs, pending.futures, strict=True)):
-        tails[off] = done[j] if j in done else future.result()
+        if wanted[j]:
+            tails[off] = done[j] if j in done else future.result()
     p95 = {off: t[0] for off, t in tails.items()}
     p99 = {off: t[1] for off, t in tails.items()}
     s99, s95 = shapley_values(p99, drivers), shapley_values(p95, drivers)
@@ -439,7 +502,7 @@ def counterfactual_attribution(
     only and keeps the generic path's service times (said in `fallback_off_means`).
     (`model.runtime.summary.summarize` runs the same re-runs beside its other statistics.)
     """
-    with counterfactual_pool(result) as pool:
+    with counterfactual_pool(len(result.stream.arrival_ms)) as pool:
         # The run's own tail in the pool's thread, first, as the re-runs after it: glibc then
         # serves them all from that thread's heap, which keeps a large run's peak lower
         # (tests/runtime/test_memory.py measures it).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -13,17 +14,22 @@ from benchmarks.synthetic_decode import decode_all_compiled, decode_table
 from model.runtime.inputs import SLA, Fallback, RuntimeHardware
 from model.runtime.simulate import simulate
 from model.runtime.stats import jain_index, measured, runtime_profiles
-from model.runtime.summary import run_summary
+from model.runtime.summary import run_summary, summarize
 from model.runtime.tail import (
     COMPONENTS,
     DRIVERS,
+    active_drivers,
     compositions,
     counterfactual_attribution,
     counterfactual_order,
+    finish_counterfactuals,
     latency_components,
+    possible_drivers,
     shapley_values,
+    start_reruns,
+    tail_percentiles,
 )
-from tests.runtime.helpers import decode_config
+from tests.runtime.helpers import decode_config, pinned_config
 from tests.runtime.laws import check_laws
 
 CONTRACT = {
@@ -204,3 +210,77 @@ def test_a_plain_run_loads_neither_polars_nor_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == ""
+
+
+def _scenarios():
+    from packets.examples import example_names, example_path
+    from packets.load import load_packet
+
+    for name in example_names():
+        loaded = load_packet(example_path(name))
+        for candidate in [None, *(c.name for c in loaded.packet.candidates)]:
+            yield name, loaded, candidate
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_run_summary_starting_reruns_before_the_run_gives_the_same_bytes(seed) -> None:
+    """`run_summary` starts the re-runs beside the simulation, over the drivers possible before
+    it ends; every shipped example and candidate gives the bytes of `summarize` after
+    `simulate`, which starts them from the finished run's active drivers."""
+    from triage.scenario import build_scenario
+
+    for name, loaded, candidate in _scenarios():
+        sc = build_scenario(loaded, candidate, seed=seed)
+        cfg, table, ideal = sc.runtime, sc.service_table, sc.all_compiled_table
+        after = summarize(simulate(cfg, table, all_compiled_table=ideal), table,
+                          all_compiled_table=ideal, command="cmd")  # fmt: skip
+        beside = run_summary(cfg, table, all_compiled_table=ideal, command="cmd").run
+        assert json.dumps(beside.to_json()) == json.dumps(after.to_json()), (name, candidate)
+
+
+@pytest.mark.parametrize("placement", ["central-queue", "round-robin", "random", "least-loaded"])
+@pytest.mark.parametrize("contention", [True, False])
+@pytest.mark.parametrize("stall_ms", [0.0, 400.0])
+def test_possible_drivers_contain_the_active_ones(placement, contention, stall_ms) -> None:
+    """What can be known before the run is a superset of what the run finds active."""
+    cfg = decode_config(placement=placement, contention=contention)
+    cfg = dataclasses.replace(cfg, workload=dataclasses.replace(cfg.workload, requests=1500))
+    cfg = dataclasses.replace(
+        cfg, fallback=dataclasses.replace(cfg.fallback, compile_stall_ms=stall_ms)
+    )
+    table = decode_table("none")
+    result = simulate(cfg, table, all_compiled_table=decode_all_compiled("none"))
+    possible = possible_drivers(cfg, table, result.stream)
+    assert set(active_drivers(result, table)) <= set(possible)
+    assert ("placement" in possible) == (placement != "central-queue")
+    assert ("contention" in possible) == contention
+
+
+def test_possible_drivers_of_a_pinned_run_without_fallback_shapes() -> None:
+    cfg = pinned_config(cores=2, rate_per_s=1000.0, requests=500)
+    result = simulate(cfg)
+    assert possible_drivers(cfg, None, result.stream) == active_drivers(result, None) == ()
+
+
+def test_reruns_of_a_driver_found_inactive_are_dropped(decode_run) -> None:
+    """Re-runs started over more drivers than the run turned out to have: the attribution over
+    the active ones is the one started over exactly those (the others are cancelled or
+    ignored), and a driver never started for is refused."""
+    result = decode_run.result
+    table, ideal = decode_table("none"), decode_all_compiled("none")
+    base = tail_percentiles(
+        (result.requests.finish_ms - result.requests.arrival_ms)[measured(result)]
+    )
+
+    def attribution(started, kept):
+        with ThreadPoolExecutor(1) as pool:
+            pending = start_reruns(result.config, result.stream, result.first_measured, table,
+                                   ideal, pool, started)  # fmt: skip
+            return finish_counterfactuals(pending, base, pinned=False, all_compiled_table=ideal,
+                                          drivers=kept)  # fmt: skip
+
+    exact = attribution(("placement", "contention"), ("placement", "contention"))
+    assert attribution(DRIVERS, ("placement", "contention")) == exact
+    assert exact["runs"] == 4 and exact["p99_drop_if_off_ms"]["fallback"] == 0.0
+    with pytest.raises(ValueError, match="not for"):
+        attribution(("placement",), ("placement", "contention"))
