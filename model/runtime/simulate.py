@@ -393,6 +393,12 @@ def level_stack(table: ServiceTable, name: str) -> np.ndarray:
     return np.stack([np.asarray(getattr(t, name), np.float64) for t in (table, *table.busy)])
 
 
+def first_measured(config: RuntimeConfig, stream: RequestStream) -> int:
+    """Index of the first request a run of `config` on `stream` measures: the warm-up is the
+    first `warmup_fraction` of the requests by arrival (`RuntimeResult.first_measured`)."""
+    return int(config.workload.warmup_fraction * len(stream.arrival_ms))
+
+
 def simulate(
     config: RuntimeConfig,
     table: ServiceTable | None = None,
@@ -433,7 +439,7 @@ def simulate(
             capacity_gbs=float(config.hardware.hbm_gbs),
         ),
         stream=stream,
-        first_measured=int(config.workload.warmup_fraction * len(stream.arrival_ms)),
+        first_measured=first_measured(config, stream),
         pinned=pinned,
         fallback_cost_known=pinned or all_compiled_table is not None,
     )

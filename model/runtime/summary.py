@@ -15,7 +15,7 @@ import numpy as np
 
 from model.runtime.bottleneck import classify
 from model.runtime.inputs import RuntimeConfig
-from model.runtime.simulate import RuntimeResult, simulate
+from model.runtime.simulate import RuntimeResult, first_measured, simulate
 from model.runtime.stats import (
     SCALARS,
     fallback_cost,
@@ -243,7 +243,7 @@ def run_summary(
     # The re-runs need only the request stream: they start before the run itself, on the
     # pool's thread, while this one simulates (the kernels release the GIL), over the drivers
     # that can turn out active; the summary is the same bits as `summarize` after `simulate`.
-    first = int(config.workload.warmup_fraction * len(stream.arrival_ms))
+    first = first_measured(config, stream)
     with counterfactual_pool(len(stream.arrival_ms)) as pool:
         drivers = possible_drivers(config, table, stream)
         pending = start_reruns(config, stream, first, table, all_compiled_table, pool, drivers)
