@@ -516,11 +516,19 @@ class SharedInputs:
             as one of them is replaced by it (every run's shape column; the work estimates of
             runs with the same table), so the runs in flight hold one copy.
         grids: (table, (max_batch, shapes), `table_grids`) of each table a run used.
+        req_cols: (stream, shape columns' shapes, `request_columns`) of each stream and set of
+            columns seen (by a run built or by `note_request_columns`).
     """
 
     plans: list = field(default_factory=list)
     arrays: dict = field(default_factory=dict)
     grids: list = field(default_factory=list)
+    req_cols: list = field(default_factory=list)
+
+    def note_request_columns(self, stream, shapes: np.ndarray, req_col: np.ndarray) -> None:
+        """Keep a stream's request columns over `shapes`, computed outside a build (the runs
+        built later over the same shapes reuse them)."""
+        self.req_cols.append((stream, shapes, req_col))
 
     def table_grids(self, table, max_batch: int, n_shapes: int) -> tuple:
         """`table_grids`, reused from a run built before with the same table and sizes."""
@@ -544,13 +552,15 @@ class SharedInputs:
         columns = shape_columns(config, table)
         req_col = next(
             (
-                plan.req_col
-                for _, _, drawn, seen, plan in self.plans
-                if drawn is stream and np.array_equal(seen.shapes, columns.shapes)
+                cols
+                for drawn, shapes, cols in self.req_cols
+                if drawn is stream and np.array_equal(shapes, columns.shapes)
             ),
             None,
         )
         plan = plan_queues(config, columns, stream, req_col=req_col)
+        if req_col is None:
+            self.note_request_columns(stream, columns.shapes, plan.req_col)
         self.plans.append((key, table, stream, columns, plan))
         return columns, plan
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from model.runtime.bottleneck import classify
 from model.runtime.inputs import RuntimeConfig
-from model.runtime.simulate import RuntimeResult, first_measured, simulate
+from model.runtime.simulate import RuntimeResult, SharedInputs, first_measured, simulate
 from model.runtime.stats import (
     SCALARS,
     fallback_cost,
@@ -245,8 +245,11 @@ def run_summary(
     # that can turn out active; the summary is the same bits as `summarize` after `simulate`.
     first = first_measured(config, stream)
     with counterfactual_pool(len(stream.arrival_ms)) as pool:
-        drivers = possible_drivers(config, table, stream)
-        pending = start_reruns(config, stream, first, table, all_compiled_table, pool, drivers)
+        shared = SharedInputs()  # the requests' shape columns, found once for all runs
+        drivers = possible_drivers(config, table, stream, shared=shared)
+        pending = start_reruns(
+            config, stream, first, table, all_compiled_table, pool, drivers, shared
+        )
         try:
             result = simulate(config, table, all_compiled_table=all_compiled_table, stream=stream)
         except BaseException:

@@ -378,22 +378,31 @@ def start_counterfactuals(
 
 
 def possible_drivers(
-    config: RuntimeConfig, table: ServiceTable | None, stream: RequestStream
+    config: RuntimeConfig,
+    table: ServiceTable | None,
+    stream: RequestStream,
+    *,
+    shared: SharedInputs | None = None,
 ) -> tuple[str, ...]:
     """The drivers `active_drivers` can find active once `config` has run on `stream`, known
     before the run: placement and contention are decided by the inputs alone; fallback needs a
     batch on a fallback column, so it is possible only when some request's shape falls on one
     (a batch's column is one of its requests'). A superset of the active drivers: what
     `start_reruns` runs before the base run ends (`finish_counterfactuals` drops the re-runs
-    of a driver that turned out inactive)."""
+    of a driver that turned out inactive). `shared`: where the re-runs' builds will look for
+    the requests' shape columns this finds (`start_reruns`)."""
     cfg = config
     pinned = cfg.service.source == "distribution"
     possible = []
     if cfg.placement != "central-queue":
         possible.append("placement")
     columns = shape_columns(cfg, None if pinned else table)
-    if np.any(columns.fallback) and np.any(columns.fallback[request_columns(columns, stream)]):
-        possible.append("fallback")
+    if np.any(columns.fallback):
+        req_col = request_columns(columns, stream)
+        if shared is not None:
+            shared.note_request_columns(stream, columns.shapes, req_col)
+        if np.any(columns.fallback[req_col]):
+            possible.append("fallback")
     if _contention_possible(cfg, table):
         possible.append("contention")
     return tuple(possible)
@@ -407,6 +416,7 @@ def start_reruns(
     all_compiled_table: ServiceTable | None,
     pool: Executor,
     drivers: tuple[str, ...],
+    shared: SharedInputs | None = None,
 ) -> PendingCounterfactuals:
     """Submit the 2^k - 1 re-runs over the k `drivers` (DRIVERS order) of `config` on `stream`
     to `pool`, longest first up to CONCURRENT_MAX_REQUESTS requests; `first`: the run's first
@@ -418,10 +428,15 @@ def start_reruns(
     built: a pool thread then holds the GIL only to enter two numba calls that release it
     (nogil=True), so the re-runs overlap each other and the caller's own work. Larger runs are
     built in the pool when their turn comes (one run's arrays alive at a time). Needs no
-    finished run: `run_summary` starts them before its base run (`possible_drivers`)."""
+    finished run: `run_summary` starts them before its base run (`possible_drivers`).
+    `shared`: what the builds share (up to CONCURRENT_MAX_REQUESTS requests; a fresh one when
+    None)."""
     small = len(stream.arrival_ms) <= CONCURRENT_MAX_REQUESTS
     runs = counterfactual_order(drivers, longest_first=small)
-    shared = SharedInputs() if small else None
+    if not small:
+        shared = None
+    elif shared is None:
+        shared = SharedInputs()
 
     def build(off: frozenset[str]) -> LatencyRun:
         cfg, tab = switched_off(config, table, all_compiled_table, off)
