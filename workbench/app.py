@@ -294,7 +294,7 @@ class WorkbenchApp(App[int]):
         if self._stall_monitor is not None and self.options.stall_report:
             try:
                 self._stall_monitor.write_report(self.options.stall_report)
-            except OSError as exc:
+            except UsageError as exc:
                 self.exit_notes["stall"] = f"stall report not written: {exc}"
 
     def _install_signal_handlers(self) -> None:

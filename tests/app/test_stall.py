@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from packets.errors import UsageError
 from workbench.core.stall import STALL_MS, StallMonitor, summarize
 
 
@@ -54,3 +56,18 @@ async def test_lags_before_the_first_frame_are_start_up_not_statistics() -> None
     summary = monitor.summary()
     assert summary.before_first_frame_max_ms >= 100.0
     assert STALL_MS < summary.max_ms < 100.0 and summary.stalls == 1
+
+
+def test_report_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """A poller that sees the report file never reads it half-written (temp file and rename),
+    and a refused write leaves the folder as it was, with a one-line reason."""
+    monitor = StallMonitor(interval_s=0.005)
+    report = tmp_path / "stalls.json"
+    monitor.write_report(report)
+    assert json.loads(report.read_text())["samples"] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stalls.json"]
+    missing = tmp_path / "no-such-folder" / "stalls.json"
+    with pytest.raises(UsageError) as refused:
+        monitor.write_report(missing)
+    assert str(missing) in str(refused.value) and "\n" not in str(refused.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stalls.json"]

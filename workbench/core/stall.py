@@ -20,6 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from packets.files import FileKind, atomic_write
+
+# The report is a few hundred bytes; written whole or not at all (a reader that polls for the
+# file, as benchmarks/bench_app.py does, must never find it half-written).
+STALL_REPORT = FileKind("stall report", 64 * 1024)
+
 STALL_MS = 50.0  # a wake-up later than this is a stall a user can feel (one dropped keypress echo)
 
 
@@ -99,5 +105,7 @@ class StallMonitor:
         return summarize(np.array(self._lags_ms[cut:]), self.interval_s * 1000.0, before)
 
     def write_report(self, path: Path) -> None:
-        """Write `summary()` as JSON to `path`."""
-        path.write_text(json.dumps(asdict(self.summary()), indent=2) + "\n", encoding="utf-8")
+        """Write `summary()` as JSON to `path`, atomically (temp file, fsync, rename); on failure
+        `path` is as it was and UsageError says why in one line."""
+        text = json.dumps(asdict(self.summary()), indent=2) + "\n"
+        atomic_write(path, text.encode("utf-8"), kind=STALL_REPORT)
