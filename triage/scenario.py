@@ -37,6 +37,7 @@ from packets.schema import Config, DistributionService, Packet
 from packets.trace import read_trace
 
 if TYPE_CHECKING:
+    from model.compiler.plan import KernelMemo
     from packets.load import LoadedPacket
 
 
@@ -71,7 +72,9 @@ class Scenario:
             self.config.fallback.compile_stall_ms, self.config.fallback.dispatch_overhead_us
         )
 
-    def _table(self, compiled: list[int]) -> ServiceTable:
+    def _table(self, compiled: list[int], memo: KernelMemo | None = None) -> ServiceTable:
+        """The plan's service table with `compiled` shapes; `memo`: kernels kept from earlier
+        tables (`model.compiler.plan.KernelMemo`, the app's Tune step passes one)."""
         sizes = range(1, self.config.batch_policy.max_batch + 1)
         return build_service_table(
             self.block,
@@ -82,6 +85,7 @@ class Scenario:
             self.fallback_policy,
             list(sizes),
             sorted(self.runtime.workload.shapes.values),
+            memo=memo,
         )
 
     @cached_property

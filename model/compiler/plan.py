@@ -12,8 +12,10 @@ split over them (model.compiler.fused); its tile is derived from the producer's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -281,6 +283,7 @@ def evaluate_plan(
     untuned: bool = False,
     dispatch_us: float = 0.0,
     compiled_tiles: Mapping[str, np.ndarray] | None = None,
+    memo: KernelMemo | None = None,
 ) -> list[KernelCost]:
     """The kernels of plan `groups` at points (b[i], s[i]); costs per pass of the block.
 
@@ -291,11 +294,15 @@ def evaluate_plan(
         them (KernelCost.tiles): those ops are costed with these tiles, not tuned again (how
         the compiled plan behaves on a device whose state differs from the one it was tuned
         on, e.g. a smaller share of the shared cache).
+    memo: kernels costed by earlier calls, reused where every input of a kernel is the same
+        (`KernelMemo`); the kernels it hands out are read-only and shared. None: cost all.
     """
     b = np.asarray(b, dtype=np.float64).ravel()
     s = np.asarray(s, dtype=np.float64).ravel()
     group_of = {op: i for i, g in enumerate(groups) for op in g}
     always = set(block_outputs(block)) | set(CACHE_TENSORS)
+    fixed_rows = compiled_tiles or {}
+    common = None if memo is None else memo.common_key(block, hw, b, s, untuned, dispatch_us)
     kernels = []
     for index, group in enumerate(groups):
         written = {t for op in group for t in OPS[op].writes}
@@ -304,25 +311,137 @@ def evaluate_plan(
             if t in always or any(group_of[r] != index for r in block.op_names
                                   if t in OPS[r].reads)
         )  # fmt: skip
-        produced: set[str] = set()
-        phases, chosen = [], {}
-        flops = consumed = np.zeros(len(b))
-        for op in group:
-            ctx = _Context(block, hw, tiles, untuned, b, s, group, frozenset(produced), escaping,
-                           dict(chosen), compiled_tiles or {})  # fmt: skip
-            spec = OPS[op]
-            useful = op_flops(block, op, b, s)
-            flops = flops + useful
-            if spec.kind == "elementwise":
-                phases.append(_elementwise(ctx, op))
-                consumed = consumed + ctx.bytes_of(spec.reads)
-            else:
-                cost, chosen[op] = (_gemm if spec.kind == "gemm" else _attention)(ctx, op)
-                phases.append(cost)
-                consumed = consumed + useful * block.bytes_per_element  # 2 operands per MAC
-            produced.update(spec.writes)
-        kernels.append(_combine(hw, group, chosen, phases, flops, consumed, dispatch_us))
+        if memo is None:
+            kernels.append(_kernel(block, hw, tiles, untuned, dispatch_us, b, s, group,
+                                   escaping, fixed_rows))  # fmt: skip
+            continue
+        key = (common, tuple(group), escaping, *memo.group_key(group, tiles, fixed_rows))
+        found = memo.get(key)
+        if found is None:
+            found = memo.put(key, _kernel(block, hw, tiles, untuned, dispatch_us, b, s, group,
+                                          escaping, fixed_rows))  # fmt: skip
+        kernels.append(found)
     return kernels
+
+
+def _kernel(
+    block: BlockSpec,
+    hw: HardwareEnvelope,
+    tiles: Mapping[str, Tile],
+    untuned: bool,
+    dispatch_us: float,
+    b: np.ndarray,
+    s: np.ndarray,
+    group: Sequence[str],
+    escaping: frozenset[str],
+    fixed_rows: Mapping[str, np.ndarray],
+) -> KernelCost:
+    """One kernel of a plan: its ops' phases one after another, tensors produced by earlier
+    ops of the kernel on chip (`evaluate_plan`). Reads nothing but its arguments (what makes
+    `KernelMemo`'s reuse exact)."""
+    produced: set[str] = set()
+    phases, chosen = [], {}
+    flops = consumed = np.zeros(len(b))
+    for op in group:
+        ctx = _Context(block, hw, tiles, untuned, b, s, group, frozenset(produced),
+                       escaping, dict(chosen), fixed_rows)  # fmt: skip
+        spec = OPS[op]
+        useful = op_flops(block, op, b, s)
+        flops = flops + useful
+        if spec.kind == "elementwise":
+            phases.append(_elementwise(ctx, op))
+            consumed = consumed + ctx.bytes_of(spec.reads)
+        else:
+            cost, chosen[op] = (_gemm if spec.kind == "gemm" else _attention)(ctx, op)
+            phases.append(cost)
+            consumed = consumed + useful * block.bytes_per_element  # 2 operands per MAC
+        produced.update(spec.writes)
+    return _combine(hw, group, chosen, phases, flops, consumed, dispatch_us)
+
+
+class KernelMemo:
+    """Kernel costs kept between `evaluate_plan` calls, for a caller that costs many plans
+    differing in a few kernels (the app's Tune step: a tile edit changes one op's kernel, and
+    the table's other kernels, and every kernel of its generic path, are those of the plan
+    before it).
+
+    A kernel's cost is a pure function of its inputs (`_kernel`): the block, the hardware
+    (busy-core share of the cache included), the points, the generic-path switches, its op
+    group, which of its tensors escape to HBM, its ops' explicit tiles and compiled tile rows.
+    The key holds all of them (arrays by dtype, shape and bytes), so a kept kernel is the one
+    the call would compute, bit for bit (tests/compiler/test_kernel_memo.py). Kept kernels
+    are frozen (read-only arrays): callers share them. The least recently used go first
+    beyond `entries` (a 32-batch x 8-shape kernel is ~40 KB). Thread-safe.
+
+    Attributes:
+        hits, misses: kernels reused and costed, for tests and benchmarks.
+    """
+
+    def __init__(self, entries: int = 256) -> None:
+        self._entries = entries
+        self._kept: OrderedDict[Hashable, KernelCost] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def common_key(
+        block: BlockSpec,
+        hw: HardwareEnvelope,
+        b: np.ndarray,
+        s: np.ndarray,
+        untuned: bool,
+        dispatch_us: float,
+    ) -> Hashable:
+        """The part of a kernel's key every kernel of one call shares."""
+        return (repr(block), repr(hw), _array_key(b), _array_key(s), untuned, dispatch_us)
+
+    @staticmethod
+    def group_key(
+        group: Sequence[str], tiles: Mapping[str, Tile], fixed_rows: Mapping[str, np.ndarray]
+    ) -> tuple[Hashable, Hashable]:
+        """The explicit tiles and compiled tile rows of the group's ops."""
+        return (
+            tuple((op, repr(tiles.get(op))) for op in group),
+            tuple((op, _array_key(fixed_rows[op])) for op in group if op in fixed_rows),
+        )
+
+    def get(self, key: Hashable) -> KernelCost | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._kept.move_to_end(key)
+            self.hits += 1
+            return found
+
+    def put(self, key: Hashable, kernel: KernelCost) -> KernelCost:
+        """Keep `kernel` (frozen) under `key`; returns the kept kernel."""
+        kernel = _frozen(kernel)
+        with self._lock:
+            self._kept[key] = kernel
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._entries:
+                self._kept.popitem(last=False)
+        return kernel
+
+
+def _array_key(values: np.ndarray) -> tuple:
+    values = np.ascontiguousarray(values)
+    return (values.dtype.str, values.shape, values.tobytes())
+
+
+def _frozen(kernel: KernelCost) -> KernelCost:
+    """The kernel with every array read-only (copies where the array was a view of another)."""
+
+    def frozen(values: np.ndarray) -> np.ndarray:
+        values = np.array(values, copy=True)
+        values.flags.writeable = False
+        return values
+
+    arrays = {f.name: frozen(getattr(kernel, f.name)) for f in fields(kernel)
+              if isinstance(getattr(kernel, f.name), np.ndarray)}  # fmt: skip
+    return replace(kernel, tiles={op: frozen(rows) for op, rows in kernel.tiles.items()}, **arrays)
 
 
 def _combine(

@@ -21,7 +21,7 @@ import numpy as np
 from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
-from model.compiler.plan import KernelCost, evaluate_plan, resolve_tiles
+from model.compiler.plan import KernelCost, KernelMemo, evaluate_plan, resolve_tiles
 from model.compiler.tiles import Tile
 from model.service import ServiceTable
 
@@ -103,6 +103,7 @@ def _arrays(
     fallback: FallbackPolicy,
     axes: _Axes,
     compiled_tiles: Mapping[str, np.ndarray] | None,
+    memo: KernelMemo | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The table's (B, S) arrays on `hardware`, and the compiled path's tile rows per op (to
     cost the same compiled plan again); compiled_tiles: those rows from an earlier call."""
@@ -112,7 +113,7 @@ def _arrays(
     if len(axes.used):  # compiled path: evaluate each used bucket once per batch size
         b_grid, s_grid = np.meshgrid(axes.batch, axes.buckets[axes.used], indexing="ij")
         kernels = evaluate_plan(block, hardware, groups, explicit, b_grid.ravel(), s_grid.ravel(),
-                                compiled_tiles=compiled_tiles)  # fmt: skip
+                                compiled_tiles=compiled_tiles, memo=memo)  # fmt: skip
         chosen = {op: rows for k in kernels for op, rows in k.tiles.items()}
         totals = _totals(kernels, block.layers)
         column = np.searchsorted(axes.used, axes.bucket[~axes.fallback])
@@ -122,7 +123,7 @@ def _arrays(
         b_grid, s_grid = np.meshgrid(axes.batch, axes.runtime[axes.fallback], indexing="ij")
         kernels = evaluate_plan(
             block, hardware, fusion_groups(block, "none"), {}, b_grid.ravel(), s_grid.ravel(),
-            untuned=True, dispatch_us=fallback.dispatch_overhead_us,
+            untuned=True, dispatch_us=fallback.dispatch_overhead_us, memo=memo,
         )  # fmt: skip
         totals = _totals(kernels, block.layers)
         for n in _NAMES:
@@ -139,6 +140,8 @@ def build_service_table(
     fallback: FallbackPolicy,
     batch_sizes: Sequence[int],
     shapes: Sequence[int],
+    *,
+    memo: KernelMemo | None = None,
 ) -> ServiceTable:
     """The service-time table of a compiled plan (model.service.ServiceTable), one core alone,
     with `busy` tables for 2..cores busy cores when the device has several cores and a shared
@@ -148,6 +151,8 @@ def build_service_table(
     per op (others autotuned, once, for the core alone). compiled_shapes: ascending seq_len
     buckets (may be empty: every shape falls back). fallback: the generic path. batch_sizes,
     shapes: the table's axes (ascending). Computed in one vectorized pass per path and level.
+    memo: kernels kept from earlier tables (`KernelMemo`): a plan that differs from an earlier
+    one in one op's tile costs only that op's kernel again (the same bits).
     """
     groups = fusion_groups(block, fusion)
     explicit = resolve_tiles(block, hardware, tiles)
@@ -172,13 +177,13 @@ def build_service_table(
         "bucket": bucket.astype(np.int64),
         "compiled_shape": compiled_shape.astype(np.int64),
     }
-    alone, compiled = _arrays(block, hardware, groups, explicit, fallback, axes, None)
+    alone, compiled = _arrays(block, hardware, groups, explicit, fallback, axes, None, memo)
     levels = {1: alone}
     if hardware.cores > 1 and hardware.shared_cache_mib > 0:
 
         def cost(busy_cores: int) -> dict[str, np.ndarray]:
             shared = hardware.with_busy_cores(busy_cores)
-            return _arrays(block, shared, groups, explicit, fallback, axes, compiled)[0]
+            return _arrays(block, shared, groups, explicit, fallback, axes, compiled, memo)[0]
 
         levels[hardware.cores] = cost(hardware.cores)
         _fill_levels(levels, 1, hardware.cores, cost)
