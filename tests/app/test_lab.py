@@ -30,6 +30,7 @@ from workbench.lab.engine import (
     LabRun,
     compute_load_curve,
     loaded_packet,
+    prefetch_tables,
     subject,
 )
 
@@ -316,6 +317,38 @@ def test_service_tables_are_memoized_by_plan(working: WorkingPacket) -> None:
         first.service_table
     )
     assert TABLES.builds == builds + 2  # the plan's table and its all-compiled counterfactual
+
+
+def test_tables_built_ahead_serve_the_next_max_batch_steps(working: WorkingPacket) -> None:
+    """After `prefetch_tables`, an arrow step on max_batch either way builds no table, and
+    the tables it takes are those its scenario builds itself."""
+    base = working.packet.baseline
+    policy = base.batch_policy
+    target = subject(working, base, name="working")
+    prefetch_tables(target)
+    assert prefetch_tables(target) == 0  # all kept already
+    builds = TABLES.builds
+    for size in (policy.max_batch + 1, policy.max_batch - 1):
+        moved = base.model_copy(
+            update={"batch_policy": policy.model_copy(update={"max_batch": size})}
+        )
+        scenario = subject(working, moved, name="working").scenario
+        own = build_scenario(loaded_packet(working), config=moved)
+        for name in ("service_table", "all_compiled_table"):
+            kept, built = getattr(scenario, name), getattr(own, name)
+            assert kept.batch_sizes.tolist() == list(range(1, size + 1))
+            assert kept.time_ms.tobytes() == built.time_ms.tobytes(), name
+    assert TABLES.builds == builds
+
+
+def test_tables_ahead_stay_inside_the_schemas_batch_sizes(working: WorkingPacket) -> None:
+    base = working.packet.baseline
+    one = base.model_copy(
+        update={"batch_policy": base.batch_policy.model_copy(update={"max_batch": 1})}
+    )
+    target = subject(working, one, name="working")
+    assert target.scenario.service_table is not None  # its own tables first
+    assert prefetch_tables(target, steps=(-1,)) == 0  # max_batch 0 does not exist
 
 
 def test_a_hardware_file_is_read_once_for_an_edits_check_and_its_run(tmp_path: Path) -> None:

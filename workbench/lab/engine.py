@@ -319,14 +319,30 @@ class TableMemo:
     fallback, batch sizes and shape values), so an edit that cannot change them (max queue
     delay, placement, load) reuses the tables of the plan it runs. Thread-safe.
 
+    A table that is built takes the kernels it shares with tables built before it from
+    `kernels` (`model.compiler.plan.KernelMemo`): a tile edit costs only the edited op's
+    kernel again, on the compiled path and at each busy-core level.
+
     Attributes:
         builds: how many tables were built (not reused), for tests and benchmarks.
+        kernels: the kernel costs kept between builds.
     """
 
     def __init__(self, entries: int = 16) -> None:
         self._cache = _Cache(entries)  # a table is ~100 KB at 32 batch sizes x 8 shapes
         self._lock = threading.Lock()
         self.builds = 0
+        self._kernels: Any = None  # made at the first build: the model loads only then
+
+    @property
+    def kernels(self) -> Any:
+        """The KernelMemo the builds share."""
+        from model.compiler.plan import KernelMemo
+
+        with self._lock:
+            if self._kernels is None:
+                self._kernels = KernelMemo()
+            return self._kernels
 
     def table(self, scenario: Scenario, compiled: list[int]) -> Any:
         """The service table of `scenario`'s plan with `compiled` shapes (Scenario._table)."""
@@ -348,7 +364,7 @@ class TableMemo:
         )
         found = self._cache.get(key)
         if found is None:
-            found = scenario._table(compiled)
+            found = scenario._table(compiled, self.kernels)
             with self._lock:
                 self.builds += 1
             self._cache.put(key, found)
@@ -453,6 +469,42 @@ def scenario_for(subject: Subject) -> Scenario:
         with contextlib.suppress(ValueError):
             scenario.__dict__["iteration_table"] = TABLES.iteration_table(scenario)
     return scenario
+
+
+MAX_BATCH_STEPS = (1, -1)
+"""The max_batch arrow steps whose service tables Tune builds ahead (`prefetch_tables`)."""
+
+
+def prefetch_tables(subject: Subject, steps: tuple[int, ...] = MAX_BATCH_STEPS) -> int:
+    """Build into `TABLES` the service tables (the plan's and its all-compiled one) of the
+    subject's configuration with max_batch moved by each of `steps`, so the next arrow step
+    on max_batch finds them built: a max_batch edit changes the table's batch axis, so no
+    kernel of the plan before it can be reused (`KernelMemo`), and the two tables were most
+    of such an edit's wait for its chart. Blocking, for a worker while the app is idle;
+    returns how many tables it built. Sizes outside 1..MAX_BATCH are skipped."""
+    import dataclasses
+
+    from packets.schema import MAX_BATCH
+
+    scenario = subject.scenario
+    if not scenario.uses_model or scenario.is_serving:
+        return 0
+    config = scenario.config
+    policy = config.batch_policy
+    built = TABLES.builds
+    compiled = list(config.compiled_shapes.seq_len)
+    drawn = sorted(set(compiled) | set(scenario.runtime.workload.shapes.values))
+    for step in steps:
+        size = policy.max_batch + step
+        if not 1 <= size <= MAX_BATCH:
+            continue
+        moved = config.model_copy(
+            update={"batch_policy": policy.model_copy(update={"max_batch": size})}
+        )
+        neighbour = dataclasses.replace(scenario, config=moved)
+        TABLES.table(neighbour, compiled)
+        TABLES.table(neighbour, drawn)
+    return TABLES.builds - built
 
 
 def prefetch_serving_cells(subject: Subject) -> None:

@@ -77,6 +77,8 @@ SERVING_CHARTS = ("tune-kv", *SERVING_DISTRIBUTION_CHARTS.values(), "load-chart"
 """Serving packets: every chart drawn from the serving run."""
 DECODE_WAIT = "tune-decode-wait"
 """Worker (and group) that waits before a serving packet's decode-step run."""
+TABLES_AHEAD = "tune-tables-ahead"
+"""Worker (and group) that builds the next max_batch arrow steps' service tables when idle."""
 SEARCH_TRIALS = 32
 """Trials of the search f6 runs (the packet's seed, `default_objective`): seconds on 2 cores."""
 
@@ -89,6 +91,9 @@ class TuneScreen(LabScreen):
     DECODE_STEP_AFTER_S: ClassVar[float] = 0.15
     """Serving packets: the decode step's dynamic-batcher run starts this long after the
     serving run landed with no newer edit (it never delays the serving views)."""
+    TABLES_AHEAD_AFTER_S: ClassVar[float] = 0.15
+    """The next max_batch steps' service tables are built this long after a run landed with
+    no newer edit (`prefetch_tables`; a burst of edits never builds them between keys)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
@@ -404,6 +409,7 @@ class TuneScreen(LabScreen):
         update_in_place(self.query_one("#tune-status", Static), status)
         self.forget("tune-full")  # a full run still on its way is for an older configuration
         self.workers.cancel_group(self, DECODE_WAIT)  # its decode step is for an older edit
+        self.workers.cancel_group(self, TABLES_AHEAD)  # not yet building: for an older edit
         if self.serving and is_serving(target) and is_serving(base):
             self.forget("tune")  # a decode-step run on its way is for an older configuration
             self.request_serving(target, base, debounce=debounce)
@@ -577,6 +583,27 @@ class TuneScreen(LabScreen):
             )
             self._charted = charted
         self.request_extras()
+        if not self.serving:
+            self._tables_ahead_later()
+
+    def _tables_ahead_later(self) -> None:
+        """Build the service tables of the next max_batch arrow steps once no edit came for
+        TABLES_AHEAD_AFTER_S after a run landed: a max_batch step then finds its tables built,
+        as a delay or placement edit does (a worker of its own, waited for as the screen's
+        work is; an edit during the wait cancels it, one during the build leaves it to
+        finish: the tables are kept either way)."""
+        self.run_worker(
+            self._tables_ahead(), name=TABLES_AHEAD, group=TABLES_AHEAD, exclusive=True,
+            exit_on_error=False,
+        )  # fmt: skip
+
+    async def _tables_ahead(self) -> None:
+        from workbench.lab.engine import prefetch_tables
+
+        await asyncio.sleep(self.TABLES_AHEAD_AFTER_S)
+        target = self.working_subject(self.workbench.working)
+        with contextlib.suppress(Exception):  # only a head start: the edit's run reports errors
+            await asyncio.to_thread(prefetch_tables, target)
 
     def request_extras(self) -> None:
         """Compute what the view on screen needs beyond the runs (worksheet, load curves,
