@@ -12,10 +12,18 @@ dots, crosses; solid and shaded bars), so series stay apart without colour. Valu
 round ticks (`chart_data.nice_ticks`, about one per three rows) plus one tick at each reference
 line's own value (an SLA line sits on the row labelled with its target), and the legend goes in
 the title row when it fits, else in a row under the plot: never over the data.
+
+New data is built into its frame off the UI loop (`show` starts a thread for a chart on screen;
+the frame is drawn once it is there): plotext's build and the ANSI decode were half of every
+UI-loop stall over 35 ms in a sampled tuning session (40-55 ms each on a slow host). Each chart
+has its own plotext figure, and one lock keeps its builds one at a time; a render that finds
+no frame for its size (the first one, a resize, a theme change) still builds it at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
 import numpy as np
@@ -72,6 +80,8 @@ class Chart(PlotextPlot):
         self._frame_key: tuple | None = None
         self._last_refresh = 0.0
         self._timer: Timer | None = None
+        self._building = threading.Lock()  # one build at a time on this chart's figure
+        self._ahead = 0  # builds started off the UI loop and not yet landed
 
     def on_mount(self) -> None:
         # Not PlotextPlot.on_mount: it parses theme colours with Color.parse, which ANSI
@@ -85,8 +95,8 @@ class Chart(PlotextPlot):
 
     @property
     def pending(self) -> bool:
-        """True while new data waits for its (rate-capped) redraw."""
-        return self._timer is not None
+        """True while new data waits for its (rate-capped) redraw or its frame's build."""
+        return self._timer is not None or self._ahead > 0
 
     def show(self, data: ChartData | None, placeholder: str | None = None) -> None:
         """Plot `data` (None: show `placeholder` instead); redraws at most every MIN_REDRAW_S."""
@@ -105,18 +115,63 @@ class Chart(PlotextPlot):
     def _redraw(self) -> None:
         self._timer = None
         self._last_refresh = time.perf_counter()
-        self.refresh()
+        if not self._build_ahead():
+            self.refresh()
+
+    def _key(self) -> tuple:
+        """What the frame on screen must have been built for."""
+        return (self._version, self.size.width, self.size.height, self.app.theme,
+                self.app.no_color)  # fmt: skip
+
+    def _on_screen(self) -> bool:
+        """Shown now: mounted on the active screen, and neither it nor a container hidden."""
+        return (
+            self.is_attached
+            and self.screen.is_current
+            and all(node.display for node in self.ancestors_with_self if hasattr(node, "display"))
+        )
+
+    def _build_ahead(self) -> bool:
+        """Build the current data's frame in a thread, then draw it; False when there is
+        nothing to build ahead (no data, too small or hidden: render decides)."""
+        key = self._key()
+        if self.data is None or key[1] < 10 or key[2] < 4 or not self._on_screen():
+            return False
+        theme = register_plot_theme(self.app)  # on the loop: it writes plotext's theme table
+        self._ahead += 1
+        self.run_worker(self._land(self.data, key, theme), group=f"chart-{id(self)}",
+                        exit_on_error=False)  # fmt: skip
+        return True
+
+    async def _land(self, data: ChartData, key: tuple, theme: str) -> None:
+        try:
+            frame = await asyncio.to_thread(self._locked_build, data, key, theme)
+        finally:
+            self._ahead -= 1
+        if key == self._key():
+            self._frame, self._frame_key = frame, key
+        self.refresh()  # the frame, or render builds the one now wanted
+
+    def _locked_build(self, data: ChartData, key: tuple, theme: str) -> Text:
+        with self._building:
+            return self._build(data, key[1], key[2], theme)
 
     def render(self) -> RenderResult:
-        width, height = self.size.width, self.size.height
-        key = (self._version, width, height, self.app.theme, self.app.no_color)
+        key = self._key()
         if self._frame is None or key != self._frame_key:
-            self._frame = self._build(width, height)
-            self._frame_key = key
+            if not self._building.acquire(blocking=False):  # a build in a thread: it refreshes
+                return self._frame if self._frame is not None else Text("")
+            try:
+                theme = register_plot_theme(self.app)
+                self._frame = self._build(self.data, key[1], key[2], theme)
+                self._frame_key = key
+            finally:
+                self._building.release()
         return self._frame
 
-    def _build(self, width: int, height: int) -> Text:
-        data = self.data
+    def _build(self, data: ChartData | None, width: int, height: int, theme: str) -> Text:
+        """The frame of `data` at width x height in plotext theme `theme` (on the loop or in
+        a thread: reads only its arguments and this chart's figure)."""
         if data is None or width < 10 or height < 4:
             return Text(self.placeholder, style="italic")
         title, legend = title_and_legend(data, width)
@@ -125,7 +180,7 @@ class Chart(PlotextPlot):
         plt.clear_figure()  # never stack series (NOTES: 4 ms -> 548 ms after 300 updates)
         plt.plotsize(width, plot_height)
         plt._set_size(width, plot_height)  # see PlotextPlot.render: resizing needs both
-        plt.theme(register_plot_theme(self.app))
+        plt.theme(theme)
         plt.title(title)
         if data.xlabel:
             plt.xlabel(data.xlabel)

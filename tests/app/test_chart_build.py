@@ -1,0 +1,67 @@
+"""A chart on screen builds new data's frame off the UI loop, and draws the frame a build on
+the loop would have drawn; hidden charts are never built."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from textual.app import App, ComposeResult
+
+from workbench.core.theming import register_plot_theme
+from workbench.lab.chart_data import ChartData, Series
+from workbench.widgets.charts import Chart
+
+
+def data(scale: float) -> ChartData:
+    x = np.arange(50, dtype=np.float64)
+    return ChartData(
+        kind="lines",
+        title="latency (ms)",
+        series=(Series("working", x, scale * np.sqrt(x + 1.0)),),
+        hlines=(scale * 4.0,),
+        hline_labels=("p99 SLA",),
+    )
+
+
+class Charts(App):
+    def compose(self) -> ComposeResult:
+        yield Chart(id="shown")
+        hidden = Chart(id="hidden")
+        hidden.display = False
+        yield hidden
+
+
+async def settle(app: App, pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(500):
+        await pilot.pause(0.01)
+        charts = app.screen.query(Chart)
+        if not any(c.pending for c in charts) and all(w.is_finished for w in app.workers):
+            return
+    raise AssertionError("charts still pending")
+
+
+async def test_new_data_is_built_in_a_thread_and_drawn_as_a_build_on_the_loop_would() -> None:
+    app = Charts()
+    async with app.run_test(size=(80, 24)) as pilot:
+        shown, hidden = app.query_one("#shown", Chart), app.query_one("#hidden", Chart)
+        threads: list[str] = []
+        through = shown._build
+
+        def recorded(*args):  # type: ignore[no-untyped-def]
+            threads.append(threading.current_thread().name)
+            return through(*args)
+
+        shown._build = recorded  # type: ignore[method-assign]
+        for scale in (1.0, 2.0):
+            shown.show(data(scale))
+            hidden.show(data(scale))
+            await pilot.pause(0.06)  # past the chart's rate cap: each show builds
+            await settle(app, pilot)
+            assert shown.drawn and shown.data is not None
+            key = shown._key()
+            on_loop = Chart._build(shown, shown.data, key[1], key[2], register_plot_theme(app))
+            assert shown._frame is not None and shown._frame.plain == on_loop.plain
+            assert shown._frame.spans == on_loop.spans
+        assert threads and threading.main_thread().name not in threads
+        assert hidden.builds == 0  # hidden: never built
