@@ -65,3 +65,19 @@ async def test_new_data_is_built_in_a_thread_and_drawn_as_a_build_on_the_loop_wo
             assert shown._frame.spans == on_loop.spans
         assert threads and threading.main_thread().name not in threads
         assert hidden.builds == 0  # hidden: never built
+
+
+async def test_when_drawn_waits_for_the_frame_built_off_the_loop() -> None:
+    app = Charts()
+    async with app.run_test(size=(80, 24)) as pilot:
+        shown, hidden = app.query_one("#shown", Chart), app.query_one("#hidden", Chart)
+        seen: list[tuple[str, bool]] = []
+        await pilot.pause(0.06)
+        shown.show(data(3.0))
+        assert shown.pending  # its frame is being built in a thread
+        shown.when_drawn(lambda: seen.append(("shown", shown.drawn)))
+        hidden.show(data(3.0))
+        hidden.when_drawn(lambda: seen.append(("hidden", hidden.pending)))
+        await settle(app, pilot)
+        await pilot.pause()
+        assert sorted(seen) == [("hidden", False), ("shown", True)]

@@ -538,9 +538,14 @@ class TuneScreen(LabScreen):
                 hbm_chart([("baseline", base), ("working", preview)])
             )
         self._charted = (preview.latency_ms, preview.profiles, base, packet)
-        # The tail attribution starts once the chart is on screen: run beside the redraw, its
-        # thread takes the GIL the frame needs.
-        self.call_after_refresh(self._complete_run, self.newest("tune"), base)
+        # The tail attribution starts once the chart's new frame is drawn (its build runs in a
+        # thread): run beside the build and the frame, its threads take the interpreter lock
+        # they need.
+        complete = partial(self._complete_run, self.newest("tune"), base)
+        if self.serving:
+            self.call_after_refresh(complete)
+        else:
+            self.query_one("#tune-latency", Chart).when_drawn(complete)
 
     def _complete_run(self, generation: int, base: LabRun) -> None:
         """Complete the charted preview into a run (tail attribution, classification) for the

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 from plotext import _utility as plotext_utility
@@ -82,6 +83,7 @@ class Chart(PlotextPlot):
         self._timer: Timer | None = None
         self._building = threading.Lock()  # one build at a time on this chart's figure
         self._ahead = 0  # builds started off the UI loop and not yet landed
+        self._after_drawn: list[Callable[[], object]] = []  # `when_drawn` callbacks waiting
 
     def on_mount(self) -> None:
         # Not PlotextPlot.on_mount: it parses theme colours with Color.parse, which ANSI
@@ -112,11 +114,22 @@ class Chart(PlotextPlot):
         elif self._timer is None:
             self._timer = self.set_timer(wait, self._redraw)
 
+    def when_drawn(self, callback: Callable[[], object]) -> None:
+        """Call `callback` after the refresh that draws the current data's frame: at once
+        (after the next refresh) unless a redraw waits or a build runs in a thread, else once
+        it has landed. For work that must not take the interpreter lock from the build and the
+        frame (Tune's tail attribution after its preview)."""
+        if self.pending:
+            self._after_drawn.append(callback)
+        else:
+            self.call_after_refresh(callback)
+
     def _redraw(self) -> None:
         self._timer = None
         self._last_refresh = time.perf_counter()
         if not self._build_ahead():
             self.refresh()
+            self._call_after_drawn()
 
     def _key(self) -> tuple:
         """What the frame on screen must have been built for."""
@@ -145,12 +158,22 @@ class Chart(PlotextPlot):
 
     async def _land(self, data: ChartData, key: tuple, theme: str) -> None:
         try:
-            frame = await asyncio.to_thread(self._locked_build, data, key, theme)
+            frame: Text | None = await asyncio.to_thread(self._locked_build, data, key, theme)
+        except Exception:  # render builds it again on the loop, where a failure shows as ever
+            frame = None
         finally:
             self._ahead -= 1
-        if key == self._key():
+        if frame is not None and key == self._key():
             self._frame, self._frame_key = frame, key
         self.refresh()  # the frame, or render builds the one now wanted
+        self._call_after_drawn()
+
+    def _call_after_drawn(self) -> None:
+        if self.pending:  # newer data's redraw or build: its frame is the one waited for
+            return
+        waiting, self._after_drawn = self._after_drawn, []
+        for callback in waiting:
+            self.call_after_refresh(callback)
 
     def _locked_build(self, data: ChartData, key: tuple, theme: str) -> Text:
         with self._building:
