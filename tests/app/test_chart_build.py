@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from rich.text import Text
 from textual.app import App, ComposeResult
 
 from workbench.core.theming import register_plot_theme
@@ -81,3 +82,33 @@ async def test_when_drawn_waits_for_the_frame_built_off_the_loop() -> None:
         await settle(app, pilot)
         await pilot.pause()
         assert sorted(seen) == [("hidden", False), ("shown", True)]
+
+
+def bars(kind: str) -> ChartData:
+    y = np.array([3.0, 1.5, 4.25, 0.5])
+    return ChartData(
+        kind=kind,  # type: ignore[arg-type]
+        title="by core",
+        series=(Series("baseline", np.array([]), y), Series("working", np.array([]), y * 1.3)),
+        categories=("c0", "c1", "c2", "c3"),
+    )
+
+
+async def test_frames_read_from_plotexts_cells_are_its_ansi_decoded() -> None:
+    """`figure_text` gives what decoding plotext's ANSI canvas gives: the same characters
+    and styled spans, for lines, bars and horizontal bars, in colour and without."""
+    for no_color in (False, True):
+        app = Charts()
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.no_color = no_color
+            await pilot.pause()
+            chart = app.query_one("#shown", Chart)
+            width, height = chart.size
+            for shown in (data(1.0), data(250.0), bars("bars"), bars("hbars")):
+                frame = Chart._build(chart, shown, width, height, register_plot_theme(app))
+                decoded = Text.from_ansi(chart.plt.build().rstrip("\n"))  # the same figure
+                assert len(decoded.plain) > width * 4
+                head = frame[: len(decoded)]  # a legend row may follow the plot
+                assert head.plain == decoded.plain
+                assert head.spans == decoded.spans
+                assert any(span.style for span in decoded.spans) or no_color
