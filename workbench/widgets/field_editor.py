@@ -27,6 +27,33 @@ from workbench.core.form import FieldSpec, TextRefused, format_value, parse_text
 from .note import Note
 
 
+class FieldInput(Input):
+    """A field's text input, whose edits do not lay out the whole screen.
+
+    Textual's Input sets its virtual size (the text's width) on every change of its value, and
+    the virtual size is a layout reactive: each key typed, or arrow step, that changed the
+    text's length laid out every widget on the screen (11-20 ms on the Tune screen at 120x40
+    on a slow host, before the edit's message was even handled). A field's input has a fixed
+    size (`.field Input` in app.tcss), so all that pass changes for it is its scroll limits:
+    updated here directly (`_scroll_update`, what the pass would call), without the pass.
+    """
+
+    _value_changing = False
+
+    def _watch_value(self, value: str) -> None:
+        self._value_changing = True
+        try:
+            super()._watch_value(value)
+        finally:
+            self._value_changing = False
+
+    def refresh(self, *regions, repaint=True, layout=False, recompose=False):  # type: ignore[no-untyped-def]
+        if layout and self._value_changing and not self.styles.auto_dimensions:
+            layout = False
+            self._scroll_update(self.virtual_size)
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+
 class FieldEditor(Widget):
     """Base editor: a label, an Input, a unit suffix, and a message line when needed."""
 
@@ -70,7 +97,7 @@ class FieldEditor(Widget):
 
     def compose(self) -> ComposeResult:
         yield Label(self.spec.short_label or self.spec.label, classes="field-label")
-        yield Input(
+        yield FieldInput(
             format_value(self.spec, self.accepted),
             placeholder=self.placeholder(),
             select_on_focus=False,

@@ -1,0 +1,102 @@
+"""Typing into a field and moving focus between fields do not lay out the whole screen: the
+field input updates its own scroll limits (FieldInput), the footer rebuilds only when the keys
+it shows change (Footer). What is on screen is what a full layout pass gives."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Input
+
+from workbench.widgets.field_editor import FieldInput
+from workbench.widgets.footer import Footer
+
+
+class Form(Screen):
+    BINDINGS = [Binding("f4", "bell", "Ring", id="ring")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield FieldInput("8", id="one", compact=True)
+            yield FieldInput("0.5", id="two", compact=True)
+            yield Input("8", id="plain", compact=True)
+        yield Footer(compact=True)
+
+
+class Forms(App):
+    CSS = "FieldInput { width: 12; } Input { width: 12; }"
+
+    def on_mount(self) -> None:
+        self.push_screen(Form())
+
+
+def count_layouts(screen: Screen) -> list[int]:
+    calls = [0]
+    through = screen._refresh_layout
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return through(*args, **kwargs)
+
+    screen._refresh_layout = counted  # type: ignore[method-assign]
+    return calls
+
+
+async def test_typing_into_a_field_input_lays_out_nothing_but_scrolls_as_before() -> None:
+    app = Forms()
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        field = screen.query_one("#one", FieldInput)
+        field.focus()
+        await pilot.pause()
+        layouts = count_layouts(screen)
+        await pilot.press("end", *"123456789012345")  # longer than the input: it scrolls
+        await pilot.pause()
+        assert field.value == "8123456789012345"
+        assert layouts[0] == 0
+        assert field.virtual_size.width == len(field.value) + 1
+        assert field.scroll_x == field.max_scroll_x > 0  # the cursor at the end is in view
+        plain = screen.query_one("#plain", Input)
+        plain.focus()
+        await pilot.pause()
+        await pilot.press("end", *"123456789012345")  # the same keys into Textual's Input
+        await pilot.pause()
+        assert layouts[0] > 0  # it laid the screen out
+        assert (plain.scroll_x, plain.virtual_size) == (field.scroll_x, field.virtual_size)
+        screen.set_focus(None)  # both unfocused: the same look
+        await pilot.pause()
+        assert field.render_line(0).text == plain.render_line(0).text
+        assert field.render_line(0).text.rstrip().endswith("12345")
+
+
+async def test_the_footer_rebuilds_only_when_its_keys_change() -> None:
+    app = Forms()
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        footer = screen.query_one(Footer)
+        screen.query_one("#one", FieldInput).focus()
+        await pilot.pause(0.1)
+        composed = footer._shown_keys
+        assert composed is not None and any(key[3] == "bell" for key in composed)
+        recomposes = [0]
+        through = footer.recompose
+
+        async def counted():  # type: ignore[no-untyped-def]
+            recomposes[0] += 1
+            await through()
+
+        footer.recompose = counted  # type: ignore[method-assign]
+        screen.query_one("#two", FieldInput).focus()  # the same keys on screen
+        await pilot.pause(0.1)
+        assert recomposes[0] == 0
+        screen.BINDINGS = []  # not what refreshes bindings: a new binding on the focused node
+        focused = screen.query_one("#two", FieldInput)
+        focused._bindings.bind("f9", "bell", "Ring twice")
+        screen.refresh_bindings()
+        await pilot.pause(0.1)
+        assert recomposes[0] == 1
+        assert any(key[2] == "Ring twice" for key in footer._shown_keys or ())
