@@ -206,6 +206,19 @@ class Tmux:
         subprocess.run([*self.base, "kill-server"], capture_output=True)
 
 
+def read_report(path: Path, timeout: float = 10.0) -> dict:
+    """The stall report the app writes as it exits, once whole: trees before d22aa30 write it
+    in place, so a poll can find the file half-written (`--compare` runs them too)."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            if time.perf_counter() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def terminal_runs(
     home: Path, runs: int = TMUX_RUNS, root: Path = REPO
 ) -> tuple[list[float], list[float], dict]:
@@ -239,10 +252,7 @@ def terminal_runs(
             tmux.keys("C-n", "C-n", "C-n", *["Tab"] * 9, gap=0.1)
             tmux.keys("Up", "Up", "Up", "Up", "Up", gap=0.3)
             tmux.keys("C-q", "y", gap=0.1)  # the walk left unsaved edits: quit asks first
-            deadline = time.perf_counter() + 10
-            while not stall_file.exists() and time.perf_counter() < deadline:
-                time.sleep(0.05)
-            reports.append(json.loads(stall_file.read_text()))
+            reports.append(read_report(stall_file))
         finally:
             tmux.close()
     return firsts, switches, reports
