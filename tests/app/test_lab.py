@@ -353,6 +353,45 @@ def test_tables_ahead_stay_inside_the_schemas_batch_sizes(working: WorkingPacket
     assert prefetch_tables(target, steps=(-1,)) == 0  # max_batch 0 does not exist
 
 
+def test_a_table_being_built_is_waited_for_not_built_twice(working: WorkingPacket) -> None:
+    """Tune's tables ahead and the edit that needs the same table: one build, both get it."""
+    import time
+
+    from workbench.lab.engine import TableMemo
+
+    scenario = build_scenario(loaded_packet(working), config=working.packet.baseline)
+    calls = []
+    through = scenario._table
+
+    def slow(compiled, kernels=None):  # type: ignore[no-untyped-def]
+        calls.append(threading.current_thread().name)
+        time.sleep(0.2)  # long enough for the second thread to ask meanwhile
+        return through(compiled, kernels)
+
+    object.__setattr__(scenario, "_table", slow)  # this scenario only (a frozen dataclass)
+    memo, got = TableMemo(), []
+    compiled = list(scenario.config.compiled_shapes.seq_len)
+    threads = [threading.Thread(target=lambda: got.append(memo.table(scenario, compiled)))
+               for _ in range(2)]  # fmt: skip
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and memo.builds == 1
+    assert got[0] is got[1]
+
+
+def test_tables_ahead_stop_once_asked(working: WorkingPacket) -> None:
+    base = working.packet.baseline
+    far = base.model_copy(
+        update={"batch_policy": base.batch_policy.model_copy(update={"max_batch": 23})}
+    )
+    stop = threading.Event()
+    stop.set()
+    assert prefetch_tables(subject(working, far, name="working"), stop=stop) == 0
+
+
 def test_a_hardware_file_is_read_once_for_an_edits_check_and_its_run(tmp_path: Path) -> None:
     packet = tmp_path / "packet.yaml"
     text = Path(example_path(DEFAULT_EXAMPLE)).read_text()

@@ -319,7 +319,9 @@ class TableMemo:
     fallback, batch sizes and shape values), so an edit that cannot change them (max queue
     delay, placement, load) reuses the tables of the plan it runs. Thread-safe.
 
-    A table that is built takes the kernels it shares with tables built before it from
+    A table asked for while another thread builds it waits for that build (Tune's tables
+    built ahead and the edit that needs them). A table that is built takes the kernels it
+    shares with tables built before it from
     `kernels` (`model.compiler.plan.KernelMemo`): a tile edit costs only the edited op's
     kernel again, on the compiled path and at each busy-core level.
 
@@ -333,6 +335,7 @@ class TableMemo:
         self._lock = threading.Lock()
         self.builds = 0
         self._kernels: Any = None  # made at the first build: the model loads only then
+        self._building: dict[str, threading.Event] = {}  # tables being built, set when done
 
     @property
     def kernels(self) -> Any:
@@ -362,13 +365,28 @@ class TableMemo:
             ],
             sort_keys=True,
         )
-        found = self._cache.get(key)
-        if found is None:
-            found = scenario._table(compiled, self.kernels)
+        while True:
+            found = self._cache.get(key)
+            if found is not None:
+                return found
             with self._lock:
-                self.builds += 1
-            self._cache.put(key, found)
-        return found
+                building = self._building.get(key)
+                mine = building is None
+                if mine:
+                    building = self._building[key] = threading.Event()
+            if not mine:  # another thread builds it (Tune's tables ahead): wait for that one
+                building.wait()
+                continue  # then take it from the cache (or build it, if that build failed)
+            try:
+                found = scenario._table(compiled, self.kernels)
+                with self._lock:
+                    self.builds += 1
+                self._cache.put(key, found)
+                return found
+            finally:
+                with self._lock:
+                    del self._building[key]
+                building.set()
 
     def iteration_table(self, scenario: Scenario) -> Any:
         """The serving iteration table of `scenario` (Scenario.iteration_table), memoized by
@@ -475,13 +493,18 @@ MAX_BATCH_STEPS = (1, -1)
 """The max_batch arrow steps whose service tables Tune builds ahead (`prefetch_tables`)."""
 
 
-def prefetch_tables(subject: Subject, steps: tuple[int, ...] = MAX_BATCH_STEPS) -> int:
+def prefetch_tables(
+    subject: Subject,
+    steps: tuple[int, ...] = MAX_BATCH_STEPS,
+    stop: threading.Event | None = None,
+) -> int:
     """Build into `TABLES` the service tables (the plan's and its all-compiled one) of the
     subject's configuration with max_batch moved by each of `steps`, so the next arrow step
     on max_batch finds them built: a max_batch edit changes the table's batch axis, so no
     kernel of the plan before it can be reused (`KernelMemo`), and the two tables were most
     of such an edit's wait for its chart. Blocking, for a worker while the app is idle;
-    returns how many tables it built. Sizes outside 1..MAX_BATCH are skipped."""
+    returns how many tables it built. Sizes outside 1..MAX_BATCH are skipped; once `stop` is
+    set (an edit came), no further table is started."""
     import dataclasses
 
     from packets.schema import MAX_BATCH
@@ -498,11 +521,15 @@ def prefetch_tables(subject: Subject, steps: tuple[int, ...] = MAX_BATCH_STEPS) 
         size = policy.max_batch + step
         if not 1 <= size <= MAX_BATCH:
             continue
+        if stop is not None and stop.is_set():
+            break
         moved = config.model_copy(
             update={"batch_policy": policy.model_copy(update={"max_batch": size})}
         )
         neighbour = dataclasses.replace(scenario, config=moved)
         TABLES.table(neighbour, compiled)
+        if stop is not None and stop.is_set():
+            break
         TABLES.table(neighbour, drawn)
     return TABLES.builds - built
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
@@ -127,6 +128,7 @@ class TuneScreen(LabScreen):
         self.shown_serving: tuple[ServingRun, ServingRun] | None = None
         """(working, baseline) serving runs on screen (serving packets)."""
         self._charted: tuple | None = None  # what the charts were drawn from (by identity)
+        self._tables_stop = threading.Event()  # set by an edit: tables ahead stop starting
         """(working, baseline) runs on screen."""
         self.pareto: tuple = ()
         """The last search's Pareto front (triage.search.Trial), as shown."""
@@ -410,6 +412,7 @@ class TuneScreen(LabScreen):
         self.forget("tune-full")  # a full run still on its way is for an older configuration
         self.workers.cancel_group(self, DECODE_WAIT)  # its decode step is for an older edit
         self.workers.cancel_group(self, TABLES_AHEAD)  # not yet building: for an older edit
+        self._tables_stop.set()  # building: no further table (the edit's own may be one)
         if self.serving and is_serving(target) and is_serving(base):
             self.forget("tune")  # a decode-step run on its way is for an older configuration
             self.request_serving(target, base, debounce=debounce)
@@ -597,18 +600,19 @@ class TuneScreen(LabScreen):
         as a delay or placement edit does (a worker of its own, waited for as the screen's
         work is; an edit during the wait cancels it, one during the build leaves it to
         finish: the tables are kept either way)."""
+        self._tables_stop = threading.Event()
         self.run_worker(
-            self._tables_ahead(), name=TABLES_AHEAD, group=TABLES_AHEAD, exclusive=True,
-            exit_on_error=False,
+            self._tables_ahead(self._tables_stop), name=TABLES_AHEAD, group=TABLES_AHEAD,
+            exclusive=True, exit_on_error=False,
         )  # fmt: skip
 
-    async def _tables_ahead(self) -> None:
+    async def _tables_ahead(self, stop: threading.Event) -> None:
         from workbench.lab.engine import prefetch_tables
 
         await asyncio.sleep(self.TABLES_AHEAD_AFTER_S)
         target = self.working_subject(self.workbench.working)
         with contextlib.suppress(Exception):  # only a head start: the edit's run reports errors
-            await asyncio.to_thread(prefetch_tables, target)
+            await asyncio.to_thread(prefetch_tables, target, stop=stop)
 
     def request_extras(self) -> None:
         """Compute what the view on screen needs beyond the runs (worksheet, load curves,

@@ -51,6 +51,7 @@ def _ordered_unique(data: object) -> list:
 # alternative) makes charts, and so snapshots, the same every time.
 plotext_utility.no_duplicates = _ordered_unique
 
+DRAWN_FALLBACK_S = 0.25  # `when_drawn` callbacks of a frame no render pass took run after this
 MIN_REDRAW_S = 0.05  # at most 20 rebuilds a second; a rebuild costs 4-13 ms (NOTES)
 POINTS_PER_CELL = 2  # braille packs two points per cell across
 
@@ -168,7 +169,11 @@ class Chart(PlotextPlot):
         if frame is not None and key == self._key():
             self._frame, self._frame_key = frame, key
         self.refresh()  # the frame, or render builds the one now wanted
-        self._call_after_drawn()
+        # `when_drawn` callbacks run once the compositor has rendered the frame (`render`):
+        # after a refresh they ran before it, and took the interpreter lock from it. A chart
+        # left unrendered (scrolled away) runs them after DRAWN_FALLBACK_S all the same.
+        if self._after_drawn:
+            self.set_timer(DRAWN_FALLBACK_S, self._call_after_drawn)
 
     def _call_after_drawn(self) -> None:
         if self.pending:  # newer data's redraw or build: its frame is the one waited for
@@ -192,6 +197,8 @@ class Chart(PlotextPlot):
                 self._frame_key = key
             finally:
                 self._building.release()
+        if self._after_drawn and self._frame_key == key and not self.pending:
+            self.call_later(self._call_after_drawn)  # after this render pass and its frame
         return self._frame
 
     def _build(self, data: ChartData | None, width: int, height: int, theme: str) -> Text:
