@@ -312,11 +312,16 @@ def main() -> None:
 Keypress to chart, by edit: {per_kind}. The time runs from the key event entering the app (as a
 terminal's input thread posts it) to the first frame handed to the terminal after the latency
 chart was redrawn from the new run: the model's simulation (service tables, the run) in a worker
-thread, the chart rebuild and the screen update. A key after a pause runs at once; only keys
+thread, the chart's build in a thread of its own (plotext's cells read straight into rich text)
+and the screen update. A key after a pause runs at once; only keys
 following it within {TuneScreen.DEBOUNCE_S * 1000:.0f} ms (a held key) wait that debounce, collapsing into one
-run for the last value. The tail attribution and classification complete the run after the
-chart's frame. Headless: the terminal's own drawing is not included ({session["model_runs"]}
-model runs for {len(every_edit)} edits).
+run for the last value. The tail attribution and classification complete the run once the
+chart's frame has been rendered. Service tables: a tile edit re-costs only the edited op's
+kernel (the others are kept, `KernelMemo`); a max_batch arrow step finds its tables built
+while the app was idle after the last run (`prefetch_tables`), or waits for that build when
+it is still running. Typing in a field and moving focus no longer lay out the whole screen
+(`FieldInput`, the step screens' `Footer`). Headless: the terminal's own drawing is not
+included ({session["model_runs"]} model runs for {len(every_edit)} edits).
 
 Load (`uptime`) at the end: {load}. The machine is shared (2 cores, other engineers' builds and
 tests running); the targets are for an otherwise idle one.
