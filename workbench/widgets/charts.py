@@ -17,7 +17,9 @@ New data is built into its frame off the UI loop (`show` starts a thread for a c
 the frame is drawn once it is there): plotext's build and the ANSI decode were half of every
 UI-loop stall over 35 ms in a sampled tuning session (40-55 ms each on a slow host). Each chart
 has its own plotext figure, and one lock keeps its builds one at a time; a render that finds
-no frame for its size (the first one, a resize, a theme change) still builds it at once.
+no frame for its size (the first one, a resize, a theme change) still builds it at once. A
+frame is read from plotext's cell matrices into rich Text (`figure_text`), not printed as an
+ANSI string and parsed back.
 """
 
 from __future__ import annotations
@@ -118,10 +120,11 @@ class Chart(PlotextPlot):
             self._timer = self.set_timer(wait, self._redraw)
 
     def when_drawn(self, callback: Callable[[], object]) -> None:
-        """Call `callback` after the refresh that draws the current data's frame: at once
-        (after the next refresh) unless a redraw waits or a build runs in a thread, else once
-        it has landed. For work that must not take the interpreter lock from the build and the
-        frame (Tune's tail attribution after its preview)."""
+        """Call `callback` once the current data's frame is drawn: after the render pass that
+        takes a frame built in a thread (DRAWN_FALLBACK_S after it landed, at the latest), or
+        after the next refresh when no redraw waits and no build runs. For work that must not
+        take the interpreter lock from the build and the frame (Tune's tail attribution after
+        its preview)."""
         if self.pending:
             self._after_drawn.append(callback)
         else:
