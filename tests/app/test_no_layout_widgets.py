@@ -100,3 +100,26 @@ async def test_the_footer_rebuilds_only_when_its_keys_change() -> None:
         await pilot.pause(0.1)
         assert recomposes[0] == 1
         assert any(key[2] == "Ring twice" for key in footer._shown_keys or ())
+
+
+async def test_an_editor_updated_before_it_composed_starts_with_the_newest_text() -> None:
+    """A save or a recovered draft updates every editor of the form, also those of a piece
+    still waiting to mount (their Input not composed yet): nothing fails, and the Input
+    starts with what the editor was last given."""
+    from workbench.core.form import input_fields
+    from workbench.widgets.editors import editor_for
+    from workbench.widgets.field_editor import ChoiceField
+
+    spec = next(s for s in input_fields() if s.path[-1] == "dtype")
+    editor = editor_for(spec, "bf16", id="dtype")
+    assert isinstance(editor, ChoiceField) and editor.text == "bf16"
+    editor.show_value("fp8")  # the packet's value changed: the field follows it
+    assert editor.text == "fp8" and not editor.unapplied
+    editor.show_value("fp8", pending_text="fp1")  # text typed but not applied (a draft's)
+    assert editor.text == "fp1" and editor.unapplied
+    app = Forms()
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        await app.screen.query_one(Vertical).mount(editor)
+        await pilot.pause()
+        assert editor.input.value == "fp1" and editor.unapplied

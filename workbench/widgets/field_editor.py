@@ -94,11 +94,12 @@ class FieldEditor(Widget):
         self.accepted = value
         """The last value the packet took for this field."""
         self._message: Note | None = None
+        self._start_text = format_value(spec, value)  # the input's text once it is composed
 
     def compose(self) -> ComposeResult:
         yield Label(self.spec.short_label or self.spec.label, classes="field-label")
         yield FieldInput(
-            format_value(self.spec, self.accepted),
+            self._start_text,
             placeholder=self.placeholder(),
             select_on_focus=False,
             compact=True,
@@ -116,13 +117,20 @@ class FieldEditor(Widget):
 
     @property
     def input(self) -> Input:
-        """The Input the value is typed into."""
+        """The Input the value is typed into (NoMatches before the editor has composed)."""
         return self.query_one(Input)
+
+    def _composed_input(self) -> Input | None:
+        """The Input, or None while the editor waits to compose (a form piece mounting: a
+        save or a recovered draft can update every editor of the form meanwhile)."""
+        found = self.query(Input)
+        return found.first() if found else None
 
     @property
     def text(self) -> str:
-        """What the field shows now."""
-        return self.input.value
+        """What the field shows now (before it has composed: what it will show)."""
+        editor = self._composed_input()
+        return editor.value if editor is not None else self._start_text
 
     @property
     def unapplied(self) -> bool:
@@ -174,7 +182,8 @@ class FieldEditor(Widget):
         self.accepted = value
         if pending_text is None and not self.unapplied:
             return
-        if pending_text is not None and self.input.has_focus:
+        editor = self._composed_input()
+        if pending_text is not None and editor is not None and editor.has_focus:
             # Text pending for the field being typed in is a copy of an earlier keystroke's
             # text: the Input already holds it, or newer keys (showing the copy lost them).
             return
@@ -182,7 +191,10 @@ class FieldEditor(Widget):
 
     def set_text(self, text: str) -> None:
         """Replace the text without treating it as typing."""
-        editor = self.input
+        editor = self._composed_input()
+        if editor is None:  # not composed yet: it will start with this text
+            self._start_text = text
+            return
         if editor.value != text:
             with editor.prevent(Input.Changed):
                 editor.value = text
