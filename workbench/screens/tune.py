@@ -128,8 +128,8 @@ class TuneScreen(LabScreen):
         self.shown_serving: tuple[ServingRun, ServingRun] | None = None
         """(working, baseline) serving runs on screen (serving packets)."""
         self._charted: tuple | None = None  # what the charts were drawn from (by identity)
-        self._tables_stop = threading.Event()  # set by an edit: tables ahead stop starting
         """(working, baseline) runs on screen."""
+        self._tables_stop = threading.Event()  # set by an edit: tables ahead stop starting
         self.pareto: tuple = ()
         """The last search's Pareto front (triage.search.Trial), as shown."""
         self.pareto_index: int | None = None
@@ -598,8 +598,8 @@ class TuneScreen(LabScreen):
         """Build the service tables of the next max_batch arrow steps once no edit came for
         TABLES_AHEAD_AFTER_S after a run landed: a max_batch step then finds its tables built,
         as a delay or placement edit does (a worker of its own, waited for as the screen's
-        work is; an edit during the wait cancels it, one during the build leaves it to
-        finish: the tables are kept either way)."""
+        work is; an edit during the wait cancels it, one during the build lets the table in
+        progress finish, which the edit may be waiting for, and starts no further one)."""
         self._tables_stop = threading.Event()
         self.run_worker(
             self._tables_ahead(self._tables_stop), name=TABLES_AHEAD, group=TABLES_AHEAD,
