@@ -88,10 +88,20 @@ class Scenario:
             memo=memo,
         )
 
+    @property
+    def compiled_shapes(self) -> list[int]:
+        """The seq_len buckets the plan compiled (ascending): `service_table`'s."""
+        return list(self.config.compiled_shapes.seq_len)
+
+    @property
+    def all_compiled_shapes(self) -> list[int]:
+        """Those and every shape the workload draws (ascending): `all_compiled_table`'s."""
+        return sorted(set(self.compiled_shapes) | set(self.runtime.workload.shapes.values))
+
     @cached_property
     def service_table(self) -> ServiceTable | None:
         """Batch x shape service times of the compiled plan (None for pinned distributions)."""
-        return self._table(list(self.config.compiled_shapes.seq_len)) if self.uses_model else None
+        return self._table(self.compiled_shapes) if self.uses_model else None
 
     def worksheet(self, baseline: Scenario | None, batch: int, seq_len: int) -> dict:
         """The fusion & tile-plan worksheet at (batch, seq_len), shifts against `baseline`
@@ -138,10 +148,7 @@ class Scenario:
     @cached_property
     def all_compiled_table(self) -> ServiceTable | None:
         """The same plan with every drawn shape compiled: the no-fallback counterfactual."""
-        if not self.uses_model:
-            return None
-        shapes = set(self.config.compiled_shapes.seq_len) | set(self.runtime.workload.shapes.values)
-        return self._table(sorted(shapes))
+        return self._table(self.all_compiled_shapes) if self.uses_model else None
 
 
 def runtime_config(

@@ -13,6 +13,8 @@ from workbench.core.theming import register_plot_theme
 from workbench.lab.chart_data import ChartData, Series
 from workbench.widgets.charts import Chart
 
+from .conftest import settle
+
 
 def data(scale: float) -> ChartData:
     x = np.arange(50, dtype=np.float64)
@@ -31,15 +33,6 @@ class Charts(App):
         hidden = Chart(id="hidden")
         hidden.display = False
         yield hidden
-
-
-async def settle(app: App, pilot) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(500):
-        await pilot.pause(0.01)
-        charts = app.screen.query(Chart)
-        if not any(c.pending for c in charts) and all(w.is_finished for w in app.workers):
-            return
-    raise AssertionError("charts still pending")
 
 
 async def test_new_data_is_built_in_a_thread_and_drawn_as_a_build_on_the_loop_would() -> None:

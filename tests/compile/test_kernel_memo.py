@@ -48,9 +48,7 @@ def test_tables_from_kept_kernels_are_the_fresh_tables(name: str) -> None:
     """Each example's plan table and all-compiled table, with a memo empty, then full."""
     scenario = dict(model_scenarios())[name]
     memo = KernelMemo()
-    compiled = list(scenario.config.compiled_shapes.seq_len)
-    drawn = sorted(set(compiled) | set(scenario.runtime.workload.shapes.values))
-    for shapes in (compiled, drawn):
+    for shapes in (scenario.compiled_shapes, scenario.all_compiled_shapes):
         fresh = scenario._table(shapes)
         assert_same_table(scenario._table(shapes, memo), fresh)
         misses = memo.misses

@@ -476,10 +476,10 @@ def scenario_for(subject: Subject) -> Scenario:
     if scenario.uses_model:
         # Scenario's tables are cached_properties: filling them in before first use is how
         # the scenario takes memoized tables (the same values it would build itself).
-        compiled = list(scenario.config.compiled_shapes.seq_len)
-        drawn = sorted(set(compiled) | set(scenario.runtime.workload.shapes.values))
-        scenario.__dict__["service_table"] = TABLES.table(scenario, compiled)
-        scenario.__dict__["all_compiled_table"] = TABLES.table(scenario, drawn)
+        scenario.__dict__["service_table"] = TABLES.table(scenario, scenario.compiled_shapes)
+        scenario.__dict__["all_compiled_table"] = TABLES.table(
+            scenario, scenario.all_compiled_shapes
+        )
     if scenario.is_serving:
         import contextlib
 
@@ -515,8 +515,7 @@ def prefetch_tables(
     config = scenario.config
     policy = config.batch_policy
     built = TABLES.builds
-    compiled = list(config.compiled_shapes.seq_len)
-    drawn = sorted(set(compiled) | set(scenario.runtime.workload.shapes.values))
+    compiled, drawn = scenario.compiled_shapes, scenario.all_compiled_shapes
     for step in steps:
         size = policy.max_batch + step
         if not 1 <= size <= MAX_BATCH:
