@@ -7,10 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+from textual.geometry import Size
+
 from workbench.app import WorkbenchApp
 from workbench.core.form import input_fields
 from workbench.core.quiet import UserQuiet
-from workbench.screens.packet import PacketScreen, editor_id
+from workbench.screens.packet import ROWS_ABOVE_FORM, PacketScreen, editor_id
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import DONE_MARK, StepList, StepRow
 
@@ -105,3 +108,69 @@ def test_a_changed_mark_updates_the_step_list_in_place() -> None:
     after = [step_list.get_option_at_index(i) for i in range(2)]
     assert [a is b for a, b in zip(before, after, strict=True)] == [True, True]
     assert str(after[0].prompt).startswith(DONE_MARK)
+
+
+async def test_the_first_frame_holds_what_the_terminal_shows(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Packet step's first frame composes the editors an 80x24 terminal shows; the rest
+    mount after that frame has gone out, in form order, and none of them checks the packet:
+    an editor's Input reports its first text, the packet's own value, as it mounts."""
+    at_first_frame: list[tuple[int, bool]] = []
+    checked: list[tuple[str | int, ...]] = []
+    display, check_edit = WorkbenchApp._display, WorkbenchApp.check_edit
+
+    def watch_display(app: WorkbenchApp, screen, renderable) -> None:  # type: ignore[no-untyped-def]
+        if renderable is not None and isinstance(screen, PacketScreen) and not at_first_frame:
+            at_first_frame.append((len(screen.query(FieldEditor)), screen.mounting_later))
+        display(app, screen, renderable)
+
+    def watch_check(app: WorkbenchApp, path, value):  # type: ignore[no-untyped-def]
+        checked.append(path)
+        return check_edit(app, path, value)
+
+    monkeypatch.setattr(WorkbenchApp, "_display", watch_display)
+    monkeypatch.setattr(WorkbenchApp, "check_edit", watch_check)
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(app, pilot)
+        assert at_first_frame == [(SMALL[1] - ROWS_ABOVE_FORM, True)]
+        editors = list(app.screen.query(FieldEditor))
+        assert [e.id for e in editors] == [editor_id(s) for s in input_fields()]
+        assert checked == []
+        # Typing away from the packet's value checks it; typing back clears what it said.
+        hidden = app.screen.query_one(f"#{editor_id(input_fields()[3])}", FieldEditor)
+        hidden.input.focus()
+        await pilot.press("end", "x")
+        await pilot.pause()
+        assert hidden.problem and app.working.pending
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert hidden.problem == "" and not app.working.pending
+
+
+async def test_only_a_new_terminal_size_lays_the_screen_out_again(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual sends the terminal's first size after the first screen was laid out at it;
+    that same size lays nothing out again, and a new size still does."""
+    layouts: list[Size | None] = []
+    refresh_layout = PacketScreen._refresh_layout
+
+    def watch(screen: PacketScreen, size: Size | None = None, scroll: bool = False) -> None:
+        layouts.append(size)
+        refresh_layout(screen, size, scroll)
+
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(app, pilot)
+        monkeypatch.setattr(PacketScreen, "_refresh_layout", watch)
+        form = app.screen.query_one("#form")
+        width = form.size.width
+        await pilot.resize_terminal(*SMALL)
+        await pilot.pause(0.1)
+        assert layouts == []
+        await pilot.resize_terminal(SMALL[0] + 20, SMALL[1])
+        await pilot.pause(0.1)
+        assert Size(SMALL[0] + 20, SMALL[1]) in layouts
+        assert form.size.width == width + 20

@@ -10,6 +10,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, OptionList, Static
@@ -66,6 +67,7 @@ class StepScreen(Screen):
         self._unplaced = 0  # pieces mounted and not laid out yet
         self._shown_at = time.monotonic()  # when the screen was last shown (`on_screen_for`)
         self._later_root: Widget | None = None  # where the pieces go (the first parent given)
+        self._framed = False  # a frame of this screen has gone to the terminal
 
     @classmethod
     def preload(cls) -> None:
@@ -117,7 +119,13 @@ class StepScreen(Screen):
         # stall of the UI loop in the tmux walk, on top of the handler it ran in).
         self.call_after_refresh(freeze_heap)
 
-    def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
+    def mount_later(
+        self,
+        parent: Widget | str,
+        build: Callable[[], list[Widget]],
+        *,
+        within: Widget | None = None,
+    ) -> None:
         """Mount the widgets `build()` makes (called then, so they show the state of that
         moment) at the end of `parent` (a widget, or a selector for one an earlier piece
         mounts), after the frame on screen; pieces handed in one after another mount in
@@ -128,15 +136,18 @@ class StepScreen(Screen):
         in (less than PIECE_QUIET_S apart) pieces wait: each piece lays out the whole screen
         again (60-140 ms under load on a long form, a stall of every key typed meanwhile). A
         Tab between pieces moves among the fields mounted so far, and a Tab that would leave
-        them mounts the next piece first (`focus_next`)."""
-        if self._later_root is None and isinstance(parent, Widget):
-            self._later_root = parent
+        them mounts the next piece first (`focus_next`). `within` is the widget every piece
+        goes into, for that Tab order (default: the first `parent` given as a widget)."""
+        if self._later_root is None:
+            root = within if within is not None else parent
+            self._later_root = root if isinstance(root, Widget) else None
         self._later.append((parent, build))
         self._schedule_next()
 
     def _schedule_next(self) -> None:
-        """Mount the next piece after the next refresh (one such call waits at a time)."""
-        if self._later and not self._next_scheduled:
+        """Mount the next piece after the next refresh (one such call waits at a time), the
+        first once the screen's first frame has gone out (`_compositor_refresh`)."""
+        if self._later and not self._next_scheduled and self._framed:
             self._next_scheduled = True
             self.call_after_refresh(self._mount_next)
 
@@ -179,6 +190,15 @@ class StepScreen(Screen):
         self._unplaced += 1  # until the layout after this piece (`_move_focus_in_order`)
         self.call_after_refresh(self._placed)
         self.call_after_refresh(freeze_heap)  # long-lived as the screen's own (`on_mount`)
+
+    def _compositor_refresh(self) -> None:
+        """Hand the frame to the terminal; the first one lets `mount_later` pieces start. A
+        refresh's callbacks run once the screen is idle, which can be before the render pass:
+        the first piece mounted ahead of the Packet step's first frame (40 ms of start-up)."""
+        super()._compositor_refresh()
+        if not self._framed and self is self.app.screen:
+            self._framed = True
+            self._schedule_next()
 
     def _placed(self) -> None:
         self._unplaced -= 1
@@ -226,6 +246,14 @@ class StepScreen(Screen):
         if self._later and not self._mounting:
             await self._mount_piece()
         self._move_focus_in_order(direction, selector)
+
+    def _screen_resized(self, size: Size) -> None:
+        """Lay the screen out for a new terminal size. The terminal's first size reaches the
+        first screen after its first show has laid it out at that very size, and Textual laid
+        the whole screen out again (40-75 ms of the Packet step's start-up here). A layout a
+        widget asks for is not lost by skipping it: it runs on its own refresh."""
+        if size != self._compositor.size:
+            super()._screen_resized(size)
 
     def _style_inputs(self) -> tuple[object, ...]:
         """What app-wide state the screen's styles depend on (theme, the app's classes and
@@ -285,6 +313,14 @@ class StepScreen(Screen):
     def field_edited(self, path: tuple[str | int, ...], event: FieldEditor.Edited) -> None:
         """A packet field's editor posted text: check it while typed, apply it when committed;
         refused text stays as typed, in place and in the draft."""
+        if not event.commit and event.value == event.editor.accepted:
+            # The packet's own value (each editor's Input reports its first text as it mounts,
+            # and typing can come back to it): the packet holds it and passed every check, so
+            # checking it again (a whole packet's validation, 3-8 ms each; the Packet form's
+            # 65 editors did it at start-up) can only say the same.
+            self.workbench.keep_typed(path, None)
+            event.editor.problem = ""
+            return
         if event.commit:
             problem = self.workbench.edit(path, event.value, event.text)
         else:
