@@ -313,14 +313,6 @@ class StepScreen(Screen):
     def field_edited(self, path: tuple[str | int, ...], event: FieldEditor.Edited) -> None:
         """A packet field's editor posted text: check it while typed, apply it when committed;
         refused text stays as typed, in place and in the draft."""
-        if not event.commit and event.value == event.editor.accepted:
-            # The packet's own value (each editor's Input reports its first text as it mounts,
-            # and typing can come back to it): the packet holds it and passed every check, so
-            # checking it again (a whole packet's validation, 3-8 ms each; the Packet form's
-            # 65 editors did it at start-up) can only say the same.
-            self.workbench.keep_typed(path, None)
-            event.editor.problem = ""
-            return
         if event.commit:
             problem = self.workbench.edit(path, event.value, event.text)
         else:

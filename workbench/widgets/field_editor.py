@@ -95,9 +95,11 @@ class FieldEditor(Widget):
         """The last value the packet took for this field."""
         self._message: Note | None = None
         self._start_text = format_value(spec, value)  # the input's text once it is composed
+        self._composed_text = ""  # the text the Input composed with, until it reports it
 
     def compose(self) -> ComposeResult:
         yield Label(self.spec.short_label or self.spec.label, classes="field-label")
+        self._composed_text = self._start_text
         yield FieldInput(
             self._start_text,
             placeholder=self.placeholder(),
@@ -162,6 +164,12 @@ class FieldEditor(Widget):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
+        composed, self._composed_text = self._composed_text, ""
+        if event.value and event.value == composed:
+            # The Input reports the text it was built with (before any key can reach it): the
+            # value shown, nothing typed. Read, it checked the whole packet once per editor
+            # mounted (3-8 ms each, the Packet form's 65 at start-up).
+            return
         self.read(event.value, commit=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
