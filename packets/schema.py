@@ -3,9 +3,11 @@
 Field order here is the order the canonical writer uses. Units are in the field names
 (`_ms`, `_us`, `_gbs` = GB/s, `_kib`, `_mib`, `_per_s`). The names listed as a contract in
 packets/FORMAT.md are relied on by scripts and must not change within format version 1.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: pydantic then evaluates each of the ~260 field
+annotations from its text while the classes are built at import (~10% of that time, which every
+command and the app's start pay). The one forward reference is quoted.
+"""
 
 from typing import Any, Literal
 
@@ -475,7 +477,7 @@ class Candidate(Strict):
     batch_policy: BatchPolicyPatch | None = None
     placement: choice(*PLACEMENTS) | None = None  # type: ignore[valid-type]
     service: Service | None = None  # type: ignore[valid-type]
-    provenance: SearchProvenance | None = Field(
+    provenance: "SearchProvenance | None" = Field(
         default=None, description="How `workbench search` found it (absent for hand-made ones)."
     )
 
