@@ -1,6 +1,7 @@
-"""Typing into a field and moving focus between fields do not lay out the whole screen: the
-field input updates its own scroll limits (FieldInput), the footer rebuilds only when the keys
-it shows change (Footer). What is on screen is what a full layout pass gives."""
+"""Typing into a field, moving focus between fields and a new sub-title do not lay out the
+whole screen: the field input updates its own scroll limits (FieldInput), the footer rebuilds
+only when the keys it shows change (Footer), the header repaints its title (Header). What is on
+screen is what a full layout pass gives."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.widgets import Header as TextualHeader
 from textual.widgets import Input
+from textual.widgets._header import HeaderTitle as TextualHeaderTitle
 
 from workbench.widgets.field_editor import FieldInput
 from workbench.widgets.footer import Footer
+from workbench.widgets.header import Header
 
 
 class Form(Screen):
@@ -123,3 +127,38 @@ async def test_an_editor_updated_before_it_composed_starts_with_the_newest_text(
         await app.screen.query_one(Vertical).mount(editor)
         await pilot.pause()
         assert editor.input.value == "fp1" and editor.unapplied
+
+
+class Titled(App):
+    """Our Header above Textual's, on one screen."""
+
+    def compose(self) -> ComposeResult:
+        yield Header(id="ours")
+        yield TextualHeader(id="textual")
+
+
+async def test_a_new_sub_title_repaints_the_header_and_lays_out_nothing() -> None:
+    """The app's sub-title changes with every committed edit ("● unsaved"); Textual's Header
+    laid the whole screen out for it, ours only repaints its title line."""
+    app = Titled()
+    async with app.run_test(size=(60, 6)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        ours = screen.query_one("#ours", Header)
+        theirs = screen.query_one("#textual", TextualHeader)
+        title = ours.query_one(TextualHeaderTitle)
+        await theirs.remove()  # ours alone on screen first
+        await pilot.pause()
+        layouts = count_layouts(screen)
+        app.sub_title = "pkt-1  ● unsaved"
+        await pilot.pause()
+        assert layouts[0] == 0
+        assert "● unsaved" in title.render_line(0).text
+        await screen.mount(theirs)  # Textual's own, for comparison
+        await pilot.pause()
+        layouts[0] = 0
+        app.sub_title = "pkt-1  ● unsaved  1 not applied"
+        await pilot.pause()
+        assert layouts[0] > 0  # Textual's Header laid the screen out
+        shown = [h.query_one(TextualHeaderTitle).render_line(0).text for h in (ours, theirs)]
+        assert "1 not applied" in shown[0] and shown[0] == shown[1]  # the same title

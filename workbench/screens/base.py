@@ -13,11 +13,12 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, OptionList, Static
+from textual.widgets import OptionList, Static
 
 from workbench.core.heap import freeze_heap
 from workbench.core.session import WorkingPacket
 from workbench.widgets.footer import Footer
+from workbench.widgets.header import Header
 from workbench.widgets.note import Note
 from workbench.widgets.step_list import StepList
 
