@@ -96,17 +96,19 @@ class FieldEditor(Widget):
         self._message: Note | None = None
         self._start_text = format_value(spec, value)  # the input's text once it is composed
         self._composed_text = ""  # the text the Input composed with, until it reports it
+        self._input: Input | None = None  # built by compose; in use once attached
 
     def compose(self) -> ComposeResult:
         yield Label(self.spec.short_label or self.spec.label, classes="field-label")
         self._composed_text = self._start_text
-        yield FieldInput(
+        self._input = FieldInput(
             self._start_text,
             placeholder=self.placeholder(),
             select_on_focus=False,
             compact=True,
             suggester=self.suggester(),
         )
+        yield self._input
         yield Label(self.spec.unit, classes="field-unit")
 
     def placeholder(self) -> str:
@@ -124,9 +126,15 @@ class FieldEditor(Widget):
 
     def _composed_input(self) -> Input | None:
         """The Input, or None while the editor waits to compose (a form piece mounting: a
-        save or a recovered draft can update every editor of the form meanwhile)."""
-        found = self.query(Input)
-        return found.first() if found else None
+        save or a recovered draft can update every editor of the form meanwhile). Kept, not
+        queried: a packet change asks every editor of the Packet form two or three times (a
+        DOM query each: ~25 ms of a commit there). A subclass that composes its own Input
+        (`PasswordField`) has it found once."""
+        if self._input is None:
+            found = self.query(Input)
+            self._input = found.first() if found else None
+        editor = self._input
+        return editor if editor is not None and editor.is_attached else None
 
     @property
     def text(self) -> str:
