@@ -13,7 +13,7 @@ from textual.geometry import Size
 from workbench.app import WorkbenchApp
 from workbench.core.form import input_fields
 from workbench.core.quiet import UserQuiet
-from workbench.screens.packet import ROWS_ABOVE_FORM, PacketScreen, editor_id
+from workbench.screens.packet import PacketScreen, editor_id
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import DONE_MARK, StepList, StepRow
 
@@ -110,12 +110,13 @@ def test_a_changed_mark_updates_the_step_list_in_place() -> None:
     assert str(after[0].prompt).startswith(DONE_MARK)
 
 
-async def test_the_first_frame_holds_what_the_terminal_shows(
+async def test_the_form_mounts_after_the_first_frame_and_checks_nothing(
     make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The Packet step's first frame composes the editors an 80x24 terminal shows; the rest
-    mount after that frame has gone out, in form order, and none of them checks the packet:
-    an editor's Input reports its first text, the packet's own value, as it mounts."""
+    """The Packet step's first frame holds the first section; the rest mount after that frame
+    has gone out (not before it: a refresh's callbacks can run ahead of the render pass), in
+    form order, and none of them checks the packet: an editor's Input reports its first
+    text, the packet's own value, as it mounts."""
     at_first_frame: list[tuple[int, bool]] = []
     checked: list[tuple[str | int, ...]] = []
     display, check_edit = WorkbenchApp._display, WorkbenchApp.check_edit
@@ -134,7 +135,9 @@ async def test_the_first_frame_holds_what_the_terminal_shows(
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:
         await settle(app, pilot)
-        assert at_first_frame == [(SMALL[1] - ROWS_ABOVE_FORM, True)]
+        specs = input_fields()
+        first_section = sum(1 for s in specs if s.section == specs[0].section)
+        assert at_first_frame == [(first_section, True)]
         editors = list(app.screen.query(FieldEditor))
         assert [e.id for e in editors] == [editor_id(s) for s in input_fields()]
         assert checked == []

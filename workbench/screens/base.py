@@ -124,8 +124,6 @@ class StepScreen(Screen):
         self,
         parent: Widget | str,
         build: Callable[[], list[Widget]],
-        *,
-        within: Widget | None = None,
     ) -> None:
         """Mount the widgets `build()` makes (called then, so they show the state of that
         moment) at the end of `parent` (a widget, or a selector for one an earlier piece
@@ -137,11 +135,9 @@ class StepScreen(Screen):
         in (less than PIECE_QUIET_S apart) pieces wait: each piece lays out the whole screen
         again (60-140 ms under load on a long form, a stall of every key typed meanwhile). A
         Tab between pieces moves among the fields mounted so far, and a Tab that would leave
-        them mounts the next piece first (`focus_next`). `within` is the widget every piece
-        goes into, for that Tab order (default: the first `parent` given as a widget)."""
-        if self._later_root is None:
-            root = within if within is not None else parent
-            self._later_root = root if isinstance(root, Widget) else None
+        them mounts the next piece first (`focus_next`)."""
+        if self._later_root is None and isinstance(parent, Widget):
+            self._later_root = parent
         self._later.append((parent, build))
         self._schedule_next()
 

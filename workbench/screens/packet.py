@@ -23,12 +23,6 @@ PIECE_EDITORS = 8
 the 2-core machine (43 below the first section took 130-250 ms in one piece), so a piece stays
 near 30 ms and a key pressed meanwhile waits for one piece, not the form."""
 
-ROWS_ABOVE_FORM = 10
-"""Terminal rows above the first editor (header, step title and purpose, the packet's identity
-and warnings, the section title: the first editor sits on row 10 at 80x24), so the first frame
-composes only the editors a terminal of its height shows: 14 of the first section's 22 at 80x24
-(each editor is at least a row, so no more than that can show)."""
-
 
 def editor_id(spec: FieldSpec) -> str:
     """The DOM id of a field's editor, e.g. field-sla-p95_ms."""
@@ -48,12 +42,10 @@ class PacketScreen(StepScreen):
         for spec in input_fields():
             sections.setdefault(spec.section, []).append(spec)
         first, *self._later_sections = sections.values()
-        shown = max(PIECE_EDITORS, self.app.size.height - ROWS_ABOVE_FORM)
-        self._first_rest = first[shown:]  # below the fold: mounted after the first frame
         with VerticalScroll(id="form", can_focus=False):
             yield Note(id="packet-identity")
             yield Note(id="packet-warnings")
-            yield self._section(first[:shown])
+            yield self._section(first)
 
     def _section(self, specs: list[FieldSpec]) -> Vertical:
         section = specs[0].section
@@ -69,16 +61,12 @@ class PacketScreen(StepScreen):
         return [editor_for(s, value_at(packet, s.path), id=editor_id(s)) for s in specs]
 
     def on_mount(self) -> None:
-        # What the terminal shows paints with the screen (`ROWS_ABOVE_FORM`); the rest mount
-        # right after it, a few editors per refresh (`mount_later`), so neither the first frame
-        # nor a key pressed right after it waits for the whole form.
+        # The first section paints with the screen; the rest mount right after it, a few
+        # editors per refresh (`mount_later`), so neither the first frame nor a key pressed
+        # right after it waits for the whole form. (A first frame of only the editors an 80x24
+        # terminal shows came ~50 ms sooner, but the tmux walk's worst stall doubled with the
+        # rest of the first section as one more piece: median of 6 walks 120 -> 240 ms.)
         form = self.query_one("#form")
-        rest = self._first_rest
-        for start in range(0, len(rest), PIECE_EDITORS):
-            chunk = rest[start : start + PIECE_EDITORS]
-            section = f"#section-{rest[0].section}"
-            self.mount_later(section, partial(self._editors, chunk), within=form)
-        self._first_rest = []
         for specs in self._later_sections:
             head, rest = specs[:PIECE_EDITORS], specs[PIECE_EDITORS:]
             self.mount_later(form, lambda head=head: [self._section(head)])
