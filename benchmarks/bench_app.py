@@ -346,9 +346,13 @@ Step switches build each step's screen on its first visit. What Textual would re
 skipped (a new screen counted out of date re-parsed every stylesheet and restyled the screen being
 left and the new one; every show restyled every widget), and a first visit's frame goes out as
 soon as its screen has mounted (Textual's switch held every frame a fixed 50 ms; a return now
-shows at once). The Packet and Tune forms mount their sections below the fold after the first
-frame, a few editors per piece, only while their step is on screen and the keys pause 0.2 s
-(`StepScreen.mount_later`; Tab keeps the form order meanwhile). Start-up work in threads (the
+shows at once, with no second layout when nothing changed its size). The Packet and Tune forms
+mount their sections below the fold once the first frame has gone to the terminal, a few
+editors per piece, only while their step is on screen and the keys pause 0.2 s
+(`StepScreen.mount_later`; Tab keeps the form order meanwhile); an editor's first text (the
+packet's own value) is not checked as typing (it checked the whole packet once per editor), and
+a new sub-title (each committed edit) repaints the header instead of laying the screen out.
+Start-up work in threads (the
 other steps' modules, `StepScreen.preload`; the numba warm-up) waits until the user pauses 0.4 s
 (`workbench/core/quiet.py`): it took the interpreter lock from the UI thread while the walk
 switched steps. A step's own model work before the warm-up has run waits until the user stays on
