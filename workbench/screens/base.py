@@ -120,11 +120,7 @@ class StepScreen(Screen):
         # stall of the UI loop in the tmux walk, on top of the handler it ran in).
         self.call_after_refresh(freeze_heap)
 
-    def mount_later(
-        self,
-        parent: Widget | str,
-        build: Callable[[], list[Widget]],
-    ) -> None:
+    def mount_later(self, parent: Widget | str, build: Callable[[], list[Widget]]) -> None:
         """Mount the widgets `build()` makes (called then, so they show the state of that
         moment) at the end of `parent` (a widget, or a selector for one an earlier piece
         mounts), after the frame on screen; pieces handed in one after another mount in
@@ -245,10 +241,12 @@ class StepScreen(Screen):
         self._move_focus_in_order(direction, selector)
 
     def _screen_resized(self, size: Size) -> None:
-        """Lay the screen out for a new terminal size. The terminal's first size reaches the
-        first screen after its first show has laid it out at that very size, and Textual laid
-        the whole screen out again (40-75 ms of the Packet step's start-up here). A layout a
-        widget asks for is not lost by skipping it: it runs on its own refresh."""
+        """Lay the screen out for a new terminal size, only. The terminal's first size reaches
+        the first screen after its first show has laid it out at that very size, and Textual
+        laid the whole screen out again (40-75 ms of the Packet step's start-up here); a step
+        switch calls this too, and a return laid its screen out even when nothing had changed.
+        A layout something asked for meanwhile is not lost: the screen keeps it pending while
+        off screen and runs it, once, on its first update when shown."""
         if size != self._compositor.size:
             super()._screen_resized(size)
 

@@ -211,6 +211,7 @@ class FieldEditor(Widget):
         if editor is None:  # not composed yet: it will start with this text
             self._start_text = text
             return
+        self._composed_text = ""  # any Changed from now on is the user's
         if editor.value != text:
             with editor.prevent(Input.Changed):
                 editor.value = text
