@@ -366,10 +366,10 @@ class TableMemo:
             sort_keys=True,
         )
         while True:
-            found = self._cache.get(key)
-            if found is not None:
-                return found
-            with self._lock:
+            with self._lock:  # the cache and the builds in flight seen at one moment
+                found = self._cache.get(key)
+                if found is not None:
+                    return found
                 building = self._building.get(key)
                 mine = building is None
                 if mine:
@@ -379,9 +379,9 @@ class TableMemo:
                 continue  # then take it from the cache (or build it, if that build failed)
             try:
                 found = scenario._table(compiled, self.kernels)
-                with self._lock:
+                with self._lock:  # in the cache before it leaves the builds in flight
                     self.builds += 1
-                self._cache.put(key, found)
+                    self._cache.put(key, found)
                 return found
             finally:
                 with self._lock:
@@ -520,16 +520,14 @@ def prefetch_tables(
         size = policy.max_batch + step
         if not 1 <= size <= MAX_BATCH:
             continue
-        if stop is not None and stop.is_set():
-            break
         moved = config.model_copy(
             update={"batch_policy": policy.model_copy(update={"max_batch": size})}
         )
         neighbour = dataclasses.replace(scenario, config=moved)
-        TABLES.table(neighbour, compiled)
-        if stop is not None and stop.is_set():
-            break
-        TABLES.table(neighbour, drawn)
+        for shapes in (compiled, drawn):
+            if stop is not None and stop.is_set():
+                return TABLES.builds - built
+            TABLES.table(neighbour, shapes)
     return TABLES.builds - built
 
 
