@@ -26,7 +26,6 @@ from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 from textual.app import ComposeResult
-from textual.widgets import Input
 
 from packets.errors import UsageError
 from workbench.core.form import FieldSpec
@@ -77,12 +76,10 @@ class PasswordField(FieldEditor):
     """A text field whose characters are hidden (the key's passphrase). Its text is never put in
     the packet, in drafts or in messages."""
 
-    def compose(self) -> ComposeResult:
-        from textual.widgets import Label
+    hides_text = True
 
-        yield Label(self.spec.short_label, classes="field-label")
-        yield Input("", password=True, select_on_focus=False, compact=True)
-        yield Label(self.spec.unit, classes="field-unit")
+    def placeholder(self) -> str:
+        return ""
 
 
 def one_line(exc: BaseException) -> str:

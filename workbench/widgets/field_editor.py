@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.reactive import reactive
 from textual.suggester import SuggestFromList
@@ -60,6 +61,9 @@ class FieldEditor(Widget):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "leave", "Leave", id="leave-field"),
     ]
+
+    hides_text: ClassVar[bool] = False
+    """True for a field whose characters are shown as dots (`PasswordField`)."""
 
     problem: reactive[str] = reactive("")
     """Why the current text was refused ('' when it was accepted)."""
@@ -107,6 +111,7 @@ class FieldEditor(Widget):
             select_on_focus=False,
             compact=True,
             suggester=self.suggester(),
+            password=self.hides_text,
         )
         yield self._input
         yield Label(self.spec.unit, classes="field-unit")
@@ -122,17 +127,16 @@ class FieldEditor(Widget):
     @property
     def input(self) -> Input:
         """The Input the value is typed into (NoMatches before the editor has composed)."""
-        return self.query_one(Input)
+        editor = self._composed_input()
+        if editor is None:
+            raise NoMatches(f"{self!r} has not composed its Input yet")
+        return editor
 
     def _composed_input(self) -> Input | None:
         """The Input, or None while the editor waits to compose (a form piece mounting: a
         save or a recovered draft can update every editor of the form meanwhile). Kept, not
         queried: a packet change asks every editor of the Packet form two or three times (a
-        DOM query each: ~25 ms of a commit there). A subclass that composes its own Input
-        (`PasswordField`) has it found once."""
-        if self._input is None:
-            found = self.query(Input)
-            self._input = found.first() if found else None
+        DOM query each: ~25 ms of a commit there)."""
         editor = self._input
         return editor if editor is not None and editor.is_attached else None
 
