@@ -390,6 +390,8 @@ def test_tables_ahead_stop_once_asked(working: WorkingPacket) -> None:
     stop = threading.Event()
     stop.set()
     assert prefetch_tables(subject(working, far, name="working"), stop=stop) == 0
+    stop.clear()  # the same call unstopped builds them: none was built already
+    assert prefetch_tables(subject(working, far, name="working"), stop=stop) > 0
 
 
 def test_a_hardware_file_is_read_once_for_an_edits_check_and_its_run(tmp_path: Path) -> None:
