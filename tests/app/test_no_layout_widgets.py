@@ -162,3 +162,46 @@ async def test_a_new_sub_title_repaints_the_header_and_lays_out_nothing() -> Non
         assert layouts[0] > 0  # Textual's Header laid the screen out
         shown = [h.query_one(TextualHeaderTitle).render_line(0).text for h in (ours, theirs)]
         assert "1 not applied" in shown[0] and shown[0] == shown[1]  # the same title
+
+
+async def test_a_field_input_is_styled_once_it_is_in_the_dom_and_looks_as_textuals() -> None:
+    """Input's constructor sets two classes, and Textual restyled the new Input for each
+    before it was even mounted (the stylesheet applies to every widget as it registers).
+    FieldInput skips those: no restyle before it is in the DOM, the same styles as Textual's
+    Input once mounted, and a class set after mounting still restyles it."""
+    from textual.css.stylesheet import Stylesheet
+
+    app = Forms()
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        applied: list[tuple[str, bool]] = []
+        through = Stylesheet.apply
+
+        def counted(sheet, node, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if isinstance(node, Input):
+                applied.append((node.id or "", node in app._registry))
+            return through(sheet, node, *args, **kwargs)
+
+        Stylesheet.apply = counted  # type: ignore[method-assign]
+        try:
+            ours = FieldInput("7", id="ours", compact=True)
+            theirs = Input("7", id="theirs", compact=True)
+            assert ("theirs", False) in applied  # Textual's: restyled before it is mounted
+            assert ("ours", False) not in applied
+            await app.screen.query_one(Vertical).mount(ours, theirs)
+            await pilot.pause()
+            assert ("ours", True) in applied  # styled as it registered
+            assert ("ours", False) not in applied
+        finally:
+            Stylesheet.apply = through  # type: ignore[method-assign]
+        assert ours.has_class("-valid", "-textual-compact")
+        assert (ours.styles.height, ours.styles.border) == (
+            theirs.styles.height,
+            theirs.styles.border,
+        )
+        assert ours.render_line(0).text == theirs.render_line(0).text
+        tint = ours.styles.background_tint
+        ours.add_class("-invalid")  # mounted: the class restyles it at once
+        theirs.add_class("-invalid")
+        assert ours.styles.background_tint != tint
+        assert ours.styles.background_tint == theirs.styles.background_tint
