@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from workbench.app import WorkbenchApp
+from textual.color import Color
+
+from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.core.theming import (
     DEFAULT_THEME,
     NO_COLOR,
@@ -71,3 +73,35 @@ def test_no_color_makes_every_plot_colour_default() -> None:
     theme = load_themes().themes[0]
     colours = plot_theme(theme.to_color_system().generate(), no_color=True)
     assert {colours.canvas, colours.axes, colours.ticks, *colours.series} == {NO_COLOR}
+
+
+async def test_the_theme_chosen_at_start_styles_the_first_screen_with_one_parse(
+    packet_file,
+) -> None:
+    """The theme set as the app is built is in effect on the first screen, without Textual's
+    start-up CSS refresh parsing every stylesheet into a copy it then threw away; a theme
+    chosen later still restyles what is on screen."""
+    from textual.css import stylesheet
+
+    parsed: list[object] = []
+    through = stylesheet.parse  # what the stylesheet parses each source with (when not cached)
+
+    def counted(scope, css, read_from, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(read_from)
+        return through(scope, css, read_from, *args, **kwargs)
+
+    stylesheet.parse = counted  # type: ignore[assignment]
+    try:
+        app = WorkbenchApp(working_for(packet_file), WorkbenchOptions(theme="workbench-light"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            app_css = [s for s in parsed if isinstance(s, tuple) and s[0].endswith("app.tcss")]
+            assert len(app_css) == 1, app_css  # Textual's own refresh parsed it twice
+            light = app.current_theme
+            assert app.screen.styles.background == Color.parse(light.background)
+            app.theme = "workbench-dark"
+            await pilot.pause()
+            assert app.screen.styles.background == Color.parse(app.current_theme.background)
+            assert app.screen.styles.background != Color.parse(light.background)
+    finally:
+        stylesheet.parse = through  # type: ignore[assignment]
