@@ -352,6 +352,10 @@ editors per piece, only while their step is on screen and the keys pause 0.2 s
 (`StepScreen.mount_later`; Tab keeps the form order meanwhile); an editor's first text (the
 packet's own value) is not checked as typing (it checked the whole packet once per editor), and
 a new sub-title (each committed edit) repaints the header instead of laying the screen out.
+Textual's Input restyled itself for each class its constructor set, before it was even in the
+DOM, and registration styled it again (`FieldInput` skips the first two: ~60 ms of the Packet
+step's first frame on this host); the theme chosen at start-up no longer has Textual parse
+every stylesheet into a copy it throws away (`WorkbenchApp.refresh_css`).
 Start-up work in threads (the
 other steps' modules, `StepScreen.preload`; the numba warm-up) waits until the user pauses 0.4 s
 (`workbench/core/quiet.py`): it took the interpreter lock from the UI thread while the walk
@@ -378,7 +382,10 @@ script starts, `workbench.entry`), `import workbench.cli` (every command module)
 the packet, build the app; the "app's own imports only" row leaves out the other commands'
 modules and keeps the collector on, to show the app's share. Cold runs evict the app's own files from the page cache (posix_fadvise DONTNEED) before each
 start; shared libraries and the interpreter may still be cached. Terminal times include tmux's
-redraw and the ~2 ms polling of `capture-pane`.
+redraw and the ~2 ms polling of `capture-pane`. That polling starts ~150 tmux clients a second
+(0.6 of a CPU), yet it does not inflate the switch times: polled instead through one
+control-mode client (no new processes), the same tree's switches measured a median of 182 ms
+against 181 ms polled as here (24 switches each, interleaved, 2026-12-02).
 """
     write_section("app", "App start and UI responsiveness", "python -m benchmarks.bench_app", body)
 
