@@ -106,6 +106,46 @@ async def test_the_footer_rebuilds_only_when_its_keys_change() -> None:
         assert any(key[2] == "Ring twice" for key in footer._shown_keys or ())
 
 
+async def test_the_footer_rebuilds_once_for_keys_it_is_told_of_twice() -> None:
+    """Focus moving into a field tells the footer twice of the same new keys before it has
+    rebuilt: it rebuilds once; told of other keys after that, it rebuilds again."""
+    app = Forms()
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        footer = screen.query_one(Footer)
+        focused = screen.query_one("#one", FieldInput)
+        focused.focus()
+        await pilot.pause(0.1)
+        rebuilds: list[object] = []
+        through = footer.call_after_refresh
+
+        def counted(callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+            rebuilds.append(callback)
+            return through(callback, *args, **kwargs)
+
+        footer.call_after_refresh = counted  # type: ignore[method-assign]
+        focused._bindings.bind("f9", "bell", "Ring twice")
+        screen.refresh_bindings()
+        screen.refresh_bindings()  # the same keys again, before the rebuild
+        await pilot.pause(0.05)  # the footer hears of both (its signal queues them)
+        assert len(rebuilds) == 1
+        for _ in range(100):  # the rebuild runs after the next refresh
+            await pilot.pause(0.02)
+            if any(key[2] == "Ring twice" for key in footer._shown_keys or ()):
+                break
+        assert any(key[2] == "Ring twice" for key in footer._shown_keys or ())
+        del focused._bindings.key_to_bindings["f9"]
+        screen.refresh_bindings()  # back to the keys before: a rebuild again
+        await pilot.pause(0.05)
+        assert len(rebuilds) == 2
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if not any(key[2] == "Ring twice" for key in footer._shown_keys or ()):
+                break
+        assert not any(key[2] == "Ring twice" for key in footer._shown_keys or ())
+
+
 async def test_an_editor_updated_before_it_composed_starts_with_the_newest_text() -> None:
     """A save or a recovered draft updates every editor of the form, also those of a piece
     still waiting to mount (their Input not composed yet): nothing fails, and the Input
