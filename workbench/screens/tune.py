@@ -97,8 +97,9 @@ class TuneScreen(LabScreen):
     no newer edit (`prefetch_tables`; a held key, repeating every 25-40 ms, never builds them
     between keys). At 0.15 s, arrow steps 0.2 s apart found their tables half built and waited
     for two or three builds (30-65 ms each on a slow host): the session's p95 keypress to chart
-    was 131-139 ms against 87-105 ms at 0.05 s (3 interleaved sessions each, 2026-12-02), with
-    no worse stall of the UI loop."""
+    was 131-139 ms against 87-105 ms at 0.05 s (3 interleaved sessions each, 2026-12-02), and
+    the UI loop's worst stall was within noise (per session 43-53 ms at 0.05 s against 40-51 ms at
+    0.15 s; 41-46 against 44-58 ms in 4 more each)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "view(1)", "View", id="next-chart", priority=True, tooltip="Next view"),
