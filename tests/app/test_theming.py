@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.color import Color
 
-from workbench.app import WorkbenchApp, WorkbenchOptions
+from workbench.app import WorkbenchApp
 from workbench.core.theming import (
     DEFAULT_THEME,
     NO_COLOR,
@@ -76,7 +76,7 @@ def test_no_color_makes_every_plot_colour_default() -> None:
 
 
 async def test_the_theme_chosen_at_start_styles_the_first_screen_with_one_parse(
-    packet_file,
+    make_app,
 ) -> None:
     """The theme set as the app is built is in effect on the first screen, without Textual's
     start-up CSS refresh parsing every stylesheet into a copy it then threw away; a theme
@@ -92,7 +92,7 @@ async def test_the_theme_chosen_at_start_styles_the_first_screen_with_one_parse(
 
     stylesheet.parse = counted  # type: ignore[assignment]
     try:
-        app = WorkbenchApp(working_for(packet_file), WorkbenchOptions(theme="workbench-light"))
+        app = make_app(theme="workbench-light")  # drafts and keymap under a temporary home
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
             app_css = [s for s in parsed if isinstance(s, tuple) and s[0].endswith("app.tcss")]
