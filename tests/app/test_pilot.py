@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from workbench.screens.modals import HelpScreen, RecoverScreen, SaveAsScreen
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import StepList
 
-from .conftest import LARGE, LIGHT_STEPS, SMALL, settle, working_for
+from .conftest import LARGE, LIGHT_STEPS, SETTLE_TIMEOUT_S, SMALL, settle, working_for
 
 MakeApp = Callable[..., WorkbenchApp]
 STEP_TITLES = ["1 · Packet", "2 · Baseline", "3 · Diagnose", "4 · Tune", "5 · Mapping"]
@@ -59,6 +60,10 @@ def status_line(app: WorkbenchApp) -> str:
 
 
 async def focus_field(app: WorkbenchApp, pilot, label: str) -> FieldEditor:  # type: ignore[no-untyped-def]
+    """Focus the field's input, once its form section has mounted (`mount_later`)."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while not app.screen.query(f"#field-{label.replace('.', '-')}") and time.monotonic() < deadline:
+        await pilot.pause(0.02)
     field = editor(app, label)
     field.input.focus()
     await pilot.pause()
@@ -423,7 +428,7 @@ async def test_reopening_offers_the_draft_and_recovers_it(
         await pilot.pause()
         assert isinstance(app.screen, RecoverScreen)
         await pilot.press("r")
-        await pilot.pause()
+        await settle(app, pilot)  # the SLA section is in a form piece (`mount_later`)
         assert app.working.packet.inputs.sla.p95_ms == 70.0 and app.working.dirty
         p99 = editor(app, "sla.p99_ms")
         assert p99.input.value == "9O" and p99.problem.startswith("expected a number")
