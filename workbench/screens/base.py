@@ -10,8 +10,6 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Size
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
@@ -21,6 +19,8 @@ from workbench.widgets.footer import Footer
 from workbench.widgets.header import Header
 from workbench.widgets.note import Note
 from workbench.widgets.step_list import StepList
+
+from .layout import LayoutOnceScreen
 
 if TYPE_CHECKING:
     from textual.css.query import QueryType
@@ -36,7 +36,7 @@ longer than the gap between keys typed or held (Tab, arrows, a field's text: 30-
 enough that the rest of a form is in before the eye gets to it."""
 
 
-class StepScreen(Screen):
+class StepScreen(LayoutOnceScreen):
     """A step's screen. Subclasses yield their content from `compose_main` and update it in
     `show_packet`, which runs on mount, on every packet change, and when the screen returns.
     What the first frame does not show (form sections below the fold) they hand to
@@ -239,16 +239,6 @@ class StepScreen(Screen):
         if self._later and not self._mounting:
             await self._mount_piece()
         self._move_focus_in_order(direction, selector)
-
-    def _screen_resized(self, size: Size) -> None:
-        """Lay the screen out for a new terminal size, only. The terminal's first size reaches
-        the first screen after its first show has laid it out at that very size, and Textual
-        laid the whole screen out again (40-75 ms of the Packet step's start-up here); a step
-        switch calls this too, and a return laid its screen out even when nothing had changed.
-        A layout something asked for meanwhile is not lost: the screen keeps it pending while
-        off screen and runs it, once, on its first update when shown."""
-        if size != self._compositor.size:
-            super()._screen_resized(size)
 
     def _style_inputs(self) -> tuple[object, ...]:
         """What app-wide state the screen's styles depend on (theme, the app's classes and

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.reactive import reactive
+from textual.geometry import Size
+from textual.reactive import Reactive, reactive
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -28,6 +29,13 @@ class StepList(OptionList):
 
     current: reactive[str] = reactive("")
     """Id of the step on screen."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False)
+    """The list's scrollable size. OptionList counts its lines as it first draws and sets
+    this then, and Textual's reactive asked for a layout of the whole screen (a second one
+    after each first visit's first frame). The list's own size is fixed by the stylesheet
+    (#step-list), so only its scrollbar depends on this, and OptionList updates that itself
+    (`_scroll_update`, which lays out when a scrollbar shows or hides)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, compact=True)

@@ -1,0 +1,73 @@
+"""LayoutOnceScreen: a Screen that does not lay itself out again for what one layout answered.
+
+Textual lays a screen out when a widget asks (`refresh(layout=True)`), once that widget is idle.
+On a step's first visit two layouts of the whole screen ran back to back, the second for
+requests the first had already answered (25-60 ms of the UI loop after each first visit's first
+frame on a slow host, just when the next key may come):
+- requests made before the layout began: the widgets were still busy mounting, so theirs
+  reached the screen after it (Textual sends a widget's request from its idle handler);
+- requests the layout made itself: as it sizes each widget it sets the widget's virtual size,
+  a reactive that asks for a layout (Textual's own scroll path sets it without).
+A layout that a scrollbar showing or hiding asks for is kept: the widget's content area (or
+its scrollbar's place) changed. Nor is the screen laid out again when the terminal reports the
+size it was just laid out at (`_screen_resized`).
+"""
+
+from __future__ import annotations
+
+from textual import messages
+from textual._time import get_time
+from textual.geometry import Size
+from textual.screen import Screen
+from textual.widget import Widget
+
+
+class LayoutOnceScreen(Screen):
+    """A Screen whose full layout answers every request made before it began or by it, and
+    that a terminal size it is laid out at already does not lay out again."""
+
+    _laid_out_from = float("-inf")
+    """When the last full layout began (Textual's message clock, `textual._time`)."""
+
+    def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
+        if scroll and not self._layout_widgets:
+            super()._refresh_layout(size, scroll)  # only what scrolling exposed: no reflow
+            return
+        self._laid_out_from = get_time()
+        scrollbars = {}
+        for widget in self.walk_children(Widget, with_self=True):
+            if widget._layout_required:  # not sent yet: fold it into this layout
+                widget._layout_required = False
+                for ancestor in widget.ancestors:  # what Widget._check_refresh does with it
+                    if not isinstance(ancestor, Widget):
+                        break
+                    ancestor._clear_arrangement_cache()
+                    ancestor._layout_updates += 1
+                    if not ancestor.styles.auto_dimensions:
+                        break
+            scrollbars[widget] = (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar)
+        super()._refresh_layout(size, scroll)
+        # The widgets it placed: the DOM's, and the scrollbars it placed for them (a widget
+        # placed for the first time had no scrollbar of its own).
+        placed = {widget for widget, _ in self._compositor.layers}
+        for widget in placed | scrollbars.keys():
+            if widget._layout_required and scrollbars.get(widget, (False, False)) == (
+                widget.show_vertical_scrollbar,
+                widget.show_horizontal_scrollbar,
+            ):
+                widget._layout_required = False  # only its virtual size was set
+
+    async def _on_layout(self, message: messages.Layout) -> None:
+        if message.time < self._laid_out_from:  # sent before the last full layout began
+            message.stop()
+            message.prevent_default()  # Textual's handler, next in the MRO, would lay out
+
+    def _screen_resized(self, size: Size) -> None:
+        """Lay the screen out for a new terminal size, only. The terminal's first size reaches
+        the first screen after its first show has laid it out at that very size, and Textual
+        laid the whole screen out again (40-75 ms of the Packet step's start-up here); a step
+        switch calls this too, and a return laid its screen out even when nothing had changed.
+        A layout something asked for meanwhile is not lost: the screen keeps it pending while
+        off screen and runs it, once, on its first update when shown."""
+        if size != self._compositor.size:
+            super()._screen_resized(size)
