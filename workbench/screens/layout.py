@@ -36,6 +36,8 @@ class LayoutOnceScreen(Screen):
         self._laid_out_from = get_time()
         scrollbars = {}
         for widget in self.walk_children(Widget, with_self=True):
+            if not widget._is_mounted:
+                continue  # still mounting: what it asks for once mounted is sent after this
             if widget._layout_required:  # not sent yet: fold it into this layout
                 widget._layout_required = False
                 for ancestor in widget.ancestors:  # what Widget._check_refresh does with it
@@ -51,6 +53,8 @@ class LayoutOnceScreen(Screen):
         # placed for the first time had no scrollbar of its own).
         placed = {widget for widget, _ in self._compositor.layers}
         for widget in placed | scrollbars.keys():
+            if not widget._is_mounted:
+                continue
             if widget._layout_required and scrollbars.get(widget, (False, False)) == (
                 widget.show_vertical_scrollbar,
                 widget.show_horizontal_scrollbar,
