@@ -26,7 +26,6 @@ from textual.message import Message
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widget import AwaitMount
 
 from packets.errors import Problem, UsageError, dotted
 from packets.examples import DEFAULT_EXAMPLE, example_path
@@ -533,19 +532,6 @@ class WorkbenchApp(App[int]):
             self._switching = False
         if first_visit and step_id in self.step_screens and self._held is None:
             self._hold_updates(self.step_screens[step_id])
-
-    def call_next(self, callback: Any, *args: Any, **kwargs: Any) -> None:
-        """Textual's `call_next`, less the wait for a step's new screen to mount.
-
-        A first visit's `switch_mode` registers the new screen and queues a wait for its
-        children to mount, which then asks for a layout of the whole screen. The screen's
-        mount lays it out anyway, so when the wait ended after that layout (most first
-        visits) the same screen was laid out and drawn twice: 25-50 ms of each first visit on
-        a slow host, just when the next key may come. Nothing awaits it (`goto_step` does
-        not await the switch)."""
-        if self._switching and isinstance(callback, AwaitMount):
-            return
-        super().call_next(callback, *args, **kwargs)
 
     def delay_update(self, delay: float = 0.05) -> None:
         """Textual's switch_mode holds every update for `delay` to hide a screen still being
