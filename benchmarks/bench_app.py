@@ -354,7 +354,7 @@ shows at once, with no second layout when nothing changed its size). A first vis
 lays its screen out twice in a row: the second layout answered requests the first had already
 answered (`LayoutOnceScreen`), and where content outgrows its view the scrolling body keeps its
 scrollbar's column, so the layout that places the scrollbar redraws only it (the Packet step's
-second start-up layout 75 -> 18 ms on a slow host). The Packet and Tune forms
+second start-up layout 75 -> 18 ms in one headless timeline). The Packet and Tune forms
 mount their sections below the fold once the first frame has gone to the terminal, a few
 editors per piece, only while their step is on screen and the keys pause 0.2 s
 (`StepScreen.mount_later`; Tab keeps the form order meanwhile); an editor's first text (the
