@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.screen import Screen
 
 from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.load import load_packet
@@ -94,3 +95,16 @@ async def settle(app: WorkbenchApp, pilot, timeout: float = SETTLE_TIMEOUT_S) ->
             break
         assert time.monotonic() < deadline, f"still running after {timeout} s: {running + pending}"
     await pilot.pause()
+
+
+def count_layouts(screen: Screen) -> list[int]:
+    """A one-item list counting the screen's layouts (`_refresh_layout` calls) from now on."""
+    calls = [0]
+    through = screen._refresh_layout
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return through(*args, **kwargs)
+
+    screen._refresh_layout = counted  # type: ignore[method-assign]
+    return calls

@@ -16,22 +16,10 @@ from textual.widgets import OptionList, Static
 from workbench.screens.layout import LayoutOnceScreen
 from workbench.widgets.step_list import StepList, StepRow
 
+from .conftest import count_layouts, settle
+
 SIZE = (60, 16)
 ROWS = 6
-
-
-def count_full_layouts(screen: Screen) -> list[int]:
-    """A one-item list counting the screen's full layouts from now on (not scroll updates)."""
-    calls = [0]
-    through = screen._refresh_layout
-
-    def counted(size=None, scroll=False):  # type: ignore[no-untyped-def]
-        if not (scroll and not screen._layout_widgets):
-            calls[0] += 1
-        return through(size, scroll)
-
-    screen._refresh_layout = counted  # type: ignore[method-assign]
-    return calls
 
 
 class Showing(App):
@@ -56,11 +44,6 @@ def lines_screen(base: type[Screen], rows: int = ROWS) -> Screen:
     return Lines()
 
 
-async def settle(pilot: Pilot) -> None:
-    await pilot.pause(0.1)
-    await pilot.pause()
-
-
 Change = Callable[[Screen, Pilot], object]
 
 
@@ -68,14 +51,14 @@ async def layouts_for(base: type[Screen], change: Change, rows: int = ROWS) -> t
     """Full layouts `change` led to on a settled screen, and the screen after them."""
     app = Showing(lines_screen(base, rows))
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        layouts = count_full_layouts(app.screen)
+        await settle(app, pilot)
+        layouts = count_layouts(app.screen)
         await change(app.screen, pilot)
-        await settle(pilot)
+        await settle(app, pilot)
         shot = app.export_screenshot(title="shot")
         count = layouts[0]
         app.screen._refresh_layout()  # a full layout now changes nothing on screen
-        await settle(pilot)
+        await settle(app, pilot)
         assert app.export_screenshot(title="shot") == shot
     return count, shot
 
@@ -149,14 +132,14 @@ async def listed_layouts(list_class: type[OptionList], height: int) -> tuple[int
     """Full layouts of the screen after the list is first filled and drawn."""
     app = Showing(list_screen(list_class))
     async with app.run_test(size=(SIZE[0], height)) as pilot:
-        await settle(pilot)
-        layouts = count_full_layouts(app.screen)
+        await settle(app, pilot)
+        layouts = count_layouts(app.screen)
         listed = app.screen.query_one("#steps", OptionList)
         if isinstance(listed, StepList):
             listed.show(STEPS, "s1")
         else:
             listed.add_options([row.title for row in STEPS])
-        await settle(pilot)
+        await settle(app, pilot)
         return layouts[0], listed
 
 

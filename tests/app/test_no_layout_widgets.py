@@ -17,6 +17,8 @@ from workbench.widgets.field_editor import FieldInput
 from workbench.widgets.footer import Footer
 from workbench.widgets.header import Header
 
+from .conftest import count_layouts
+
 
 class Form(Screen):
     BINDINGS = [Binding("f4", "bell", "Ring", id="ring")]
@@ -34,18 +36,6 @@ class Forms(App):
 
     def on_mount(self) -> None:
         self.push_screen(Form())
-
-
-def count_layouts(screen: Screen) -> list[int]:
-    calls = [0]
-    through = screen._refresh_layout
-
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls[0] += 1
-        return through(*args, **kwargs)
-
-    screen._refresh_layout = counted  # type: ignore[method-assign]
-    return calls
 
 
 async def test_typing_into_a_field_input_lays_out_nothing_but_scrolls_as_before() -> None:

@@ -36,8 +36,12 @@ def title(app: WorkbenchApp) -> str:
     return str(app.screen.query_one(".step-title", Static).content)
 
 
+def field_selector(label: str) -> str:
+    return f"#field-{label.replace('.', '-')}"
+
+
 def editor(app: WorkbenchApp, label: str) -> FieldEditor:
-    return app.screen.query_one(f"#field-{label.replace('.', '-')}", FieldEditor)
+    return app.screen.query_one(field_selector(label), FieldEditor)
 
 
 def record_notes(app: WorkbenchApp) -> list[tuple[str, str]]:
@@ -62,7 +66,7 @@ def status_line(app: WorkbenchApp) -> str:
 async def focus_field(app: WorkbenchApp, pilot, label: str) -> FieldEditor:  # type: ignore[no-untyped-def]
     """Focus the field's input, once its form section has mounted (`mount_later`)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while not app.screen.query(f"#field-{label.replace('.', '-')}") and time.monotonic() < deadline:
+    while not app.screen.query(field_selector(label)) and time.monotonic() < deadline:
         await pilot.pause(0.02)
     field = editor(app, label)
     field.input.focus()
