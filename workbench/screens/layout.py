@@ -47,12 +47,15 @@ class LayoutOnceScreen(Screen):
                     ancestor._layout_updates += 1
                     if not ancestor.styles.auto_dimensions:
                         break
-            scrollbars[widget] = (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar)
+            if widget.is_scrollable:  # only these show scrollbars (Widget._refresh_scrollbars)
+                scrollbars[widget] = (
+                    widget.show_vertical_scrollbar,
+                    widget.show_horizontal_scrollbar,
+                )
         super()._refresh_layout(size, scroll)
-        # The widgets it placed: the DOM's, and the scrollbars it placed for them (a widget
-        # placed for the first time had no scrollbar of its own).
-        placed = {widget for widget, _ in self._compositor.layers}
-        for widget in placed | scrollbars.keys():
+        # What it sized (a virtual size is set only there): the DOM's widgets it placed and
+        # the scrollbars it placed for them.
+        for widget, _ in self._compositor.layers:
             if not widget._is_mounted:
                 continue
             if widget._layout_required and scrollbars.get(widget, (False, False)) == (
