@@ -29,8 +29,10 @@ Schedules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 SCHEDULES = ("waves", "persistent", "stream-k")
 """Tile schedules a descriptor can name."""
@@ -186,6 +188,8 @@ def trtllm_packs_query_heads(hw, batch, kv_len, heads, kv_heads) -> np.ndarray:
     query heads of one KV head in one CTA) rather than one (request, head) per CTA (masked
     MHA): the head group fits (<= 32) and the CTAs, batch x KV heads x multi-block count
     (kv_len / 128), times 4 reach the unit count. Arrays (P,) -> (P,) bool."""
+    import numpy as np  # here: the packet schema reads LIBRARIES at every start, arrays later
+
     batch, kv_len, heads, kv_heads = (np.asarray(v, dtype=np.float64) for v in
                                       (batch, kv_len, heads, kv_heads))  # fmt: skip
     group = heads / kv_heads
