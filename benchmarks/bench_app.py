@@ -48,12 +48,20 @@ SWITCH_TARGET_MS, WALK_STALL_TARGET_MS = 150.0, 100.0
 CHILD = """
 import sys
 if sys.argv[2] == "cli":
-    from workbench.entry import start_without_gc
+    from workbench.entry import start_without_gc, without_pydantic_plugins
     start_without_gc()  # as the `workbench` console script starts (workbench.entry)
+    without_pydantic_plugins()
     import workbench.cli  # what `workbench open` imports before the app: every command module
 from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
+from workbench.core.forked_check import ForkedModelCheck
+
+# In the order `workbench open` takes (workbench/commands/open_app.py): the packet without the
+# model's checks, those in a child, the app built meanwhile, the child's verdict, the app run.
+path = example_path(DEFAULT_EXAMPLE)
+loaded = load_packet(path, model=False)
+model_check = ForkedModelCheck.start(loaded)
 from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.core.session import open_working
 from workbench.widgets.field_editor import FieldEditor
@@ -72,9 +80,9 @@ class FirstFrame(WorkbenchApp):
             print("READY", flush=True)
             self.exit()
 
-path = example_path(DEFAULT_EXAMPLE)
-FirstFrame(open_working(load_packet(path), Path(path)),
-           WorkbenchOptions(drafts_folder=Path(sys.argv[1]))).run(headless=True, size=(80, 24))
+app = FirstFrame(open_working(loaded, Path(path)), WorkbenchOptions(drafts_folder=Path(sys.argv[1])))
+model_check.wait()
+app.run(headless=True, size=(80, 24))
 """
 
 LIST_FILES = """
