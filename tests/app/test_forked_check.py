@@ -109,6 +109,25 @@ def test_a_killed_child_leaves_the_check_to_the_parent() -> None:
     assert done.stdout.strip() == inline_verdict(BAD / MODEL_ONLY[0])[0]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork is Linux only")
+def test_the_verdict_arrives_on_a_descriptor_above_1023() -> None:
+    """A process with many files open (select() cannot wait on such a descriptor)."""
+    code = (
+        "import resource\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))\n"
+        "held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]\n"
+        + PREAMBLE
+        + f"check = ForkedModelCheck.start(load_packet({str(BAD / MODEL_ONLY[0])!r}, model=False))\n"
+        "assert check.read_fd > 1023, check.read_fd\n"
+        "answered, problems = check._child_verdict()\n"
+        "print(answered, problems[0])\n"
+    )
+    done = in_a_fresh_process("import os\n" + code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"True {inline_verdict(BAD / MODEL_ONLY[0])[0]}"
+
+
 def test_with_threads_running_there_is_no_fork_and_the_check_runs_at_wait() -> None:
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait)

@@ -135,10 +135,12 @@ class ForkedModelCheck:
         chunks: list[bytes] = []
         size = 0
         deadline = time.monotonic() + CHILD_TIMEOUT_S
+        ready = select.poll()  # not select.select: it cannot wait on descriptors above 1023
+        ready.register(fd, select.POLLIN)
         try:
             while size <= MAX_VERDICT_BYTES:
                 left = deadline - time.monotonic()
-                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                if left <= 0 or not ready.poll(left * 1000.0):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)  # stuck: its verdict no longer counts
                     chunks = []
