@@ -47,21 +47,27 @@ SWITCH_TARGET_MS, WALK_STALL_TARGET_MS = 150.0, 100.0
 
 CHILD = """
 import sys
+import workbench.entry
 if sys.argv[2] == "cli":
-    from workbench.entry import start_without_gc, without_pydantic_plugins
-    start_without_gc()  # as the `workbench` console script starts (workbench.entry)
-    without_pydantic_plugins()
+    workbench.entry.start_without_gc()  # as the `workbench` console script starts
+    if hasattr(workbench.entry, "without_pydantic_plugins"):  # `--compare` runs older trees
+        workbench.entry.without_pydantic_plugins()
     import workbench.cli  # what `workbench open` imports before the app: every command module
 from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
-from workbench.core.forked_check import ForkedModelCheck
 
 # In the order `workbench open` takes (workbench/commands/open_app.py): the packet without the
 # model's checks, those in a child, the app built meanwhile, the child's verdict, the app run.
+# (Trees before the forked check loaded and checked the packet in full, then built the app.)
 path = example_path(DEFAULT_EXAMPLE)
-loaded = load_packet(path, model=False)
-model_check = ForkedModelCheck.start(loaded)
+try:
+    from workbench.core.forked_check import ForkedModelCheck
+except ImportError:
+    loaded, model_check = load_packet(path), None
+else:
+    loaded = load_packet(path, model=False)
+    model_check = ForkedModelCheck.start(loaded)
 from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.core.session import open_working
 from workbench.widgets.field_editor import FieldEditor
@@ -81,7 +87,8 @@ class FirstFrame(WorkbenchApp):
             self.exit()
 
 app = FirstFrame(open_working(loaded, Path(path)), WorkbenchOptions(drafts_folder=Path(sys.argv[1])))
-model_check.wait()
+if model_check is not None:
+    model_check.wait()
 app.run(headless=True, size=(80, 24))
 """
 
