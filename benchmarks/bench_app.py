@@ -47,8 +47,8 @@ SWITCH_TARGET_MS, WALK_STALL_TARGET_MS = 150.0, 100.0
 
 CHILD = """
 import sys
-import workbench.entry
 if sys.argv[2] == "cli":
+    import workbench.entry
     workbench.entry.start_without_gc()  # as the `workbench` console script starts
     if hasattr(workbench.entry, "without_pydantic_plugins"):  # `--compare` runs older trees
         workbench.entry.without_pydantic_plugins()
@@ -56,18 +56,6 @@ if sys.argv[2] == "cli":
 from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
-
-# In the order `workbench open` takes (workbench/commands/open_app.py): the packet without the
-# model's checks, those in a child, the app built meanwhile, the child's verdict, the app run.
-# (Trees before the forked check loaded and checked the packet in full, then built the app.)
-path = example_path(DEFAULT_EXAMPLE)
-try:
-    from workbench.core.forked_check import ForkedModelCheck
-except ImportError:
-    loaded, model_check = load_packet(path), None
-else:
-    loaded = load_packet(path, model=False)
-    model_check = ForkedModelCheck.start(loaded)
 from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.core.session import open_working
 from workbench.widgets.field_editor import FieldEditor
@@ -86,10 +74,9 @@ class FirstFrame(WorkbenchApp):
             print("READY", flush=True)
             self.exit()
 
-app = FirstFrame(open_working(loaded, Path(path)), WorkbenchOptions(drafts_folder=Path(sys.argv[1])))
-if model_check is not None:
-    model_check.wait()
-app.run(headless=True, size=(80, 24))
+path = example_path(DEFAULT_EXAMPLE)
+FirstFrame(open_working(load_packet(path), Path(path)),
+           WorkbenchOptions(drafts_folder=Path(sys.argv[1]))).run(headless=True, size=(80, 24))
 """
 
 LIST_FILES = """
@@ -390,22 +377,13 @@ ahead of time (Textual composes a screen only once it is pushed or its mode show
 off the stack would need its private `_register`, and its layout and first render still wait
 for the switch).
 
-The first frame needs neither numpy nor the compile-plan model: `workbench open` checks the packet's
-schema and cross fields, forks, and runs the model's checks (tile fit, fusion groups, hardware
-envelope; they need both) in the child while the app is built; the parent takes the child's
-verdict before the app runs, so a packet `check` refuses still opens no screen
-(`workbench/core/forked_check.py`). numpy then loads on a thread of its own as soon as the first
-frame is out. The warm start fell by ~70 ms (731 -> 653 ms median of 12 interleaved with the tree
-before, this host); a step switch within ~0.1 s of the first frame, as the walk's first ctrl+n,
-waits for the rest of that import instead (first switch 89 -> 160 ms, the walk's worst stall
-39 -> ~96 ms in 5 interleaved walks each): the same time to the Baseline step for a user who types
-ahead, and none for one who reads the first screen first. pydantic's plugin scan is off
-(`workbench.entry`, ~10 ms). Not enough for 0.6 s: what remains is ~270 ms of imports (textual
-and rich ~150, pydantic and the packet schema's 46 models ~100, yaml ~20) and ~220 ms from
-`App.run` to the first frame (bare Textual with three widgets: ~35 ms; here ~75 ms restyling
-the 131 widgets and the Inputs' 4 component classes each, ~22 ms parsing stylesheets, compose,
-layout, render). A first frame of only the editors an 80x24 terminal shows came ~50 ms sooner
-again, but the walk's worst stall rose to ~157 ms (over its target), so it is not in.
+Tried and backed out (issue 12): the model's packet checks in a forked child while the app is
+built, so that neither numpy nor the compile-plan model loaded before the first frame, and
+numpy on a thread of its own right after it. The warm start fell ~80 ms (845 -> 762 ms, 10
+interleaved starts each), but every other step needs numpy, and its ~70 ms import then ran
+while the Packet form mounted its pieces: ctrl+n 0.3 s after the first frame reached Baseline
+in 174-232 ms instead of 100, and the tmux walk's worst stall rose 64 -> 164 ms. A single
+interpreter lock has no idle second core to hide an import behind; the time only moved.
 
 The walk's statistics run from the first frame on (`StallMonitor.first_frame`): before it nothing
 is on screen and no key is read, and that time is the start-up the warm-start row times; its
@@ -419,7 +397,7 @@ p99 {stalls["p99_ms"]:.1f} ms, max {stalls["max_ms"]:.1f} ms; {stalls["stalls"]}
 
 Headless starts go the way `workbench open` does: the garbage collector off (as the console
 script starts, `workbench.entry`), `import workbench.cli` (every command module), load and check
-the packet (the model's checks in a forked child), build the app; the "app's own imports only" row leaves out the other commands'
+the packet, build the app; the "app's own imports only" row leaves out the other commands'
 modules and keeps the collector on, to show the app's share. Cold runs evict the app's own files from the page cache (posix_fadvise DONTNEED) before each
 start; shared libraries and the interpreter may still be cached. Terminal times include tmux's
 redraw and the ~2 ms polling of `capture-pane`. That polling starts ~150 tmux clients a second

@@ -42,17 +42,11 @@ class _NoLines:
 
 
 def check_packet_data(
-    data: dict[str, Any],
-    name: str,
-    base_dir: Path | None,
-    lines: LoadedYaml | None = None,
-    *,
-    model: bool = True,
+    data: dict[str, Any], name: str, base_dir: Path | None, lines: LoadedYaml | None = None
 ) -> tuple[Packet, tuple[Problem, ...]]:
     """Validate packet data (YAML already read, or built in Python, e.g. by an edit): the
     Packet and its warnings. Raises PacketError listing every error. `lines` locates problems
-    in a source file (without it every line is 0). `model=False` leaves out the model's checks
-    (`check_model`): the caller runs them before it relies on the packet."""
+    in a source file (without it every line is 0)."""
     where: Any = lines if lines is not None else _NoLines()
     try:
         packet = Packet.model_validate(data)
@@ -62,31 +56,19 @@ def check_packet_data(
     errors = [p for p in found if p.severity == "error"]
     if errors:
         raise PacketError(errors)
-    if model:
-        check_model(packet, name, base_dir, lines)
-    return packet, tuple(p for p in found if p.severity != "error")
-
-
-def check_model(
-    packet: Packet, name: str, base_dir: Path | None, lines: LoadedYaml | None = None
-) -> None:
-    """The model's checks of a packet that passed the schema and cross-field checks (hardware
-    envelope, block, fusion groups, tiles; packets/model_checks.py). Raises PacketError listing
-    every error. numpy and the model load here, on the first call."""
-    from .model_checks import model_problems
+    from .model_checks import model_problems  # numpy and the model load only for valid shapes
 
     errors = model_problems(packet, lines, name, base_dir)
     if errors:
         raise PacketError(errors)
+    return packet, tuple(p for p in found if p.severity != "error")
 
 
-def parse_packet(
-    raw: bytes, name: str = "<packet>", base_dir: Path | None = None, *, model: bool = True
-) -> LoadedPacket:
+def parse_packet(raw: bytes, name: str = "<packet>", base_dir: Path | None = None) -> LoadedPacket:
     """Validate packet bytes. Raises PacketError listing every error; never anything else.
 
     `name` labels errors; `base_dir` resolves relative paths inside the packet (traces,
-    hardware files). `model=False`: as `check_packet_data`.
+    hardware files).
     """
     loaded = load_yaml(raw, name)
     data = loaded.data
@@ -102,17 +84,11 @@ def parse_packet(
             ("format",),
             f"unknown format '{version}': this workbench reads {FORMAT}",
         )
-    packet, warnings = check_packet_data(data, name, base_dir, loaded, model=model)
+    packet, warnings = check_packet_data(data, name, base_dir, loaded)
     return LoadedPacket(packet, name, raw, base_dir, warnings, loaded)
 
 
-def load_packet(path: str | Path, *, model: bool = True) -> LoadedPacket:
-    """Read and validate the packet file at `path` (UsageError or PacketError on failure).
-    `model=False`: as `check_packet_data` (`check_model_of` runs the rest)."""
+def load_packet(path: str | Path) -> LoadedPacket:
+    """Read and validate the packet file at `path` (UsageError or PacketError on failure)."""
     path = Path(path)
-    return parse_packet(read_file_bytes(path), str(path), path.resolve().parent, model=model)
-
-
-def check_model_of(loaded: LoadedPacket) -> None:
-    """`check_model` for a packet loaded with `model=False`: what `load_packet` left out."""
-    check_model(loaded.packet, loaded.name, loaded.base_dir, loaded.yaml)
+    return parse_packet(read_file_bytes(path), str(path), path.resolve().parent)

@@ -223,16 +223,7 @@ class WorkbenchApp(App[int]):
             self._stall_monitor.first_frame()
         freeze_heap()
         enable_collector()
-        self.run_worker(self._load_numpy, name="load-numpy", thread=True, exit_on_error=False)
         self.run_worker(self._load_screens, name="load-screens", thread=True, exit_on_error=False)
-
-    def _load_numpy(self) -> None:
-        """Import numpy, which every other step's modules need, as soon as the first frame is
-        out (~80 ms; not on the way to it, `workbench.core.forked_check`). Not once the user
-        pauses, as the screens' modules: a step switch right after the first frame would
-        import it on the UI thread, and this thread has the head start."""
-        with collector_paused():
-            import numpy  # noqa: F401
 
     def _load_screens(self) -> None:
         """Import every step's screen module and what it imports on first use

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from packets.examples import DEFAULT_EXAMPLE, example_path
 from packets.load import load_packet
-from workbench.core.forked_check import ForkedModelCheck
 
 
 def add_app_options(p: argparse.ArgumentParser) -> None:
@@ -38,10 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = args.packet or example_path(DEFAULT_EXAMPLE)
-    # Invalid packets are reported before any screen opens: the schema and cross-field checks
-    # here, the model's in a child while the app is built (workbench/core/forked_check.py).
-    loaded = load_packet(path, model=False)
-    model_check = ForkedModelCheck.start(loaded)
+    loaded = load_packet(path)  # invalid packets are reported before any screen opens
     from workbench.app import WorkbenchApp, WorkbenchOptions  # textual only loads for the app
     from workbench.core.session import open_working
 
@@ -49,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
         open_working(loaded, Path(path)),
         WorkbenchOptions(theme=args.theme, stall_report=args.stall_report),
     )
-    model_check.wait()
     app.run(mouse=not args.no_mouse)
     for note in app.exit_notes.values():
         with contextlib.suppress(OSError):  # after a hangup there is no terminal to tell

@@ -5,8 +5,10 @@ load curves (p99 vs load), worksheets and, for a serving packet, serving runs (t
 scheduler, as `workbench run`); each answer is cached under a key made of everything
 it depends on (the packet's inputs and seed, the configuration, its precision, its label), so
 switching steps never recomputes and an edit that returns to an earlier value costs nothing.
-Methods are thread-safe: the app calls them from worker threads. The model, numpy, numba and
-polars are imported on first use, so the app's first frame never waits for them.
+Methods are thread-safe: the app calls them from worker threads. The model, numba and polars
+are imported on first use, so the app's first frame never waits for them; numpy too, though the
+packet's load-time model checks have loaded it by then (a forked check that kept it off the
+first frame's path was backed out: benchmarks/bench_app.py).
 """
 
 from __future__ import annotations
