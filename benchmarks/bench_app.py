@@ -382,8 +382,9 @@ built, so that neither numpy nor the compile-plan model loaded before the first 
 numpy on a thread of its own right after it. The warm start fell ~80 ms (845 -> 762 ms, 10
 interleaved starts each), but every other step needs numpy, and its ~70 ms import then ran
 while the Packet form mounted its pieces: ctrl+n 0.3 s after the first frame reached Baseline
-in 174-232 ms instead of 100, and the tmux walk's worst stall rose 64 -> 164 ms. A single
-interpreter lock has no idle second core to hide an import behind; the time only moved.
+in 174-232 ms instead of 100, and the tmux walk's worst stall rose 64 -> 164 ms. The child's
+checks did run on the second core, but the app needs numpy itself within its first second, and
+with one interpreter lock its import only moved, onto what the user does first.
 
 The walk's statistics run from the first frame on (`StallMonitor.first_frame`): before it nothing
 is on screen and no key is read, and that time is the start-up the warm-start row times; its
