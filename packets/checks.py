@@ -15,6 +15,7 @@ from .errors import PacketError, Problem, UsageError
 from .schema import ROLES_BY_TOPIC, Config, DistributionService, Packet
 from .serving_checks import mix_problems, serving_problems
 from .strict_yaml import LoadedYaml
+from .trace import read_trace
 
 MIN_MEASURED_REQUESTS = 1000  # below this p99 rests on fewer than 10 requests
 
@@ -98,8 +99,6 @@ def _arrivals(packet: Packet, base_dir: Path | None) -> Found:
         elif arrivals.rate_per_s is not None:
             yield ((*base, "rate_per_s"), "a trace sets its own rate: remove it", "error")
         else:
-            from .trace import read_trace  # numpy: only a trace packet needs it to load
-
             try:
                 read_trace(resolve_relative(arrivals.trace, base_dir), arrivals.trace)
             except UsageError as exc:

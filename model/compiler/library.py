@@ -188,7 +188,7 @@ def trtllm_packs_query_heads(hw, batch, kv_len, heads, kv_heads) -> np.ndarray:
     query heads of one KV head in one CTA) rather than one (request, head) per CTA (masked
     MHA): the head group fits (<= 32) and the CTAs, batch x KV heads x multi-block count
     (kv_len / 128), times 4 reach the unit count. Arrays (P,) -> (P,) bool."""
-    import numpy as np  # here: the packet schema reads LIBRARIES at every start, arrays later
+    import numpy as np  # here: the packet schema reads LIBRARIES (`workbench schema` needs no arrays)
 
     batch, kv_len, heads, kv_heads = (np.asarray(v, dtype=np.float64) for v in
                                       (batch, kv_len, heads, kv_heads))  # fmt: skip

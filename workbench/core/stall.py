@@ -17,7 +17,8 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from packets.files import FileKind, atomic_write
 
@@ -52,16 +53,10 @@ class StallSummary:
     before_first_frame_max_ms: float = 0.0
 
 
-if TYPE_CHECKING:
-    import numpy as np
-
-
 def summarize(
-    lags_ms: np.ndarray | list[float], interval_ms: float, before_first_frame_max_ms: float = 0.0
+    lags_ms: np.ndarray, interval_ms: float, before_first_frame_max_ms: float = 0.0
 ) -> StallSummary:
     """Statistics of measured lags (ms); all zero for an empty array."""
-    import numpy as np  # here, at exit: a monitored start must not load numpy sooner than one unmonitored
-
     lags = np.asarray(lags_ms, dtype=np.float64)
     before = round(float(before_first_frame_max_ms), 3)
     if lags.size == 0:
@@ -107,7 +102,7 @@ class StallMonitor:
         marked), with the largest before it."""
         cut = self._first_frame_at or 0
         before = max(self._lags_ms[:cut], default=0.0)
-        return summarize(self._lags_ms[cut:], self.interval_s * 1000.0, before)
+        return summarize(np.array(self._lags_ms[cut:]), self.interval_s * 1000.0, before)
 
     def write_report(self, path: Path) -> None:
         """Write `summary()` as JSON to `path`, atomically (temp file, fsync, rename); on failure
