@@ -31,7 +31,7 @@ with contextlib.redirect_stdout(listing):
     except SystemExit as exc:  # --help
         code = exc.code
 loaded = sorted(m for m in sys.modules if m.startswith("workbench.commands.")
-                or m in ("numba", "polars", "textual", "cryptography"))
+                or m in ("numpy", "numba", "polars", "textual", "cryptography"))
 print(json.dumps({"code": code, "loaded": loaded, "stdout": listing.getvalue()}))
 """
 
@@ -48,7 +48,15 @@ def test_check_imports_its_own_module_only(tmp_path: Path) -> None:
     packet.write_bytes(example_bytes(DEFAULT_EXAMPLE))
     out = probe("check", str(packet), cwd=tmp_path)
     assert out["code"] == 0
-    assert out["loaded"] == ["workbench.commands.check"]
+    assert out["loaded"] == ["numpy", "workbench.commands.check"]  # numpy: the model's checks
+
+
+def test_schema_needs_no_arrays(tmp_path: Path) -> None:
+    """The packet schema reads the GEMM libraries' names; numpy loads only where the model
+    computes (model/compiler/library.py)."""
+    out = probe("schema", cwd=tmp_path)
+    assert out["code"] == 0
+    assert out["loaded"] == ["workbench.commands.schema"]
 
 
 def test_run_imports_its_module_and_what_it_renders_with(tmp_path: Path) -> None:
