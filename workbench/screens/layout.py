@@ -33,25 +33,18 @@ class LayoutOnceScreen(Screen):
         if scroll and not self._layout_widgets:
             super()._refresh_layout(size, scroll)  # only what scrolling exposed: no reflow
             return
-        self._laid_out_from = get_time()
         scrollbars = {}
         for widget in self.walk_children(Widget, with_self=True):
             if not widget._is_mounted:
                 continue  # still mounting: what it asks for once mounted is sent after this
-            if widget._layout_required:  # not sent yet: fold it into this layout
-                widget._layout_required = False
-                for ancestor in widget.ancestors:  # what Widget._check_refresh does with it
-                    if not isinstance(ancestor, Widget):
-                        break
-                    ancestor._clear_arrangement_cache()
-                    ancestor._layout_updates += 1
-                    if not ancestor.styles.auto_dimensions:
-                        break
+            if widget._layout_required:  # not sent yet: send it now (Textual's own path,
+                widget._check_refresh()  # ancestors' caches cleared), for this layout to answer
             if widget.is_scrollable:  # only these show scrollbars (Widget._refresh_scrollbars)
                 scrollbars[widget] = (
                     widget.show_vertical_scrollbar,
                     widget.show_horizontal_scrollbar,
                 )
+        self._laid_out_from = get_time()  # the requests just sent are dropped (`_on_layout`)
         super()._refresh_layout(size, scroll)
         # What it sized (a virtual size is set only there): the DOM's widgets it placed and
         # the scrollbars it placed for them.
@@ -65,7 +58,7 @@ class LayoutOnceScreen(Screen):
                 widget._layout_required = False  # only its virtual size was set
 
     async def _on_layout(self, message: messages.Layout) -> None:
-        if message.time < self._laid_out_from:  # sent before the last full layout began
+        if message.time <= self._laid_out_from:  # sent before the last full layout began
             message.stop()
             message.prevent_default()  # Textual's handler, next in the MRO, would lay out
 
