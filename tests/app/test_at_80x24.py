@@ -182,24 +182,66 @@ async def test_mapping_reports_a_missing_telemetry_file_and_clears_a_changed_rep
         assert app.screen.report is None  # type: ignore[attr-defined]
 
 
+def label_cells(editor) -> list[tuple[str, bool, bool]]:  # type: ignore[no-untyped-def]
+    """The label column as drawn: (character, reversed, bold) per cell of its first row."""
+    strip = editor.render_line(0)
+    cells = [
+        (char, bool(style and style.reverse), bool(style and style.bold))
+        for text, style, _ in strip
+        for char in text
+    ]
+    return cells[: editor.input.styles.margin.left - 1]
+
+
 async def test_focus_shows_without_colour(make_app: MakeApp, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app()
     async with app.run_test(size=SMALL) as pilot:
         await goto(pilot, app, 7)
         seeds = editor(app, "matrix-seeds")
-        label = seeds.query_one(".field-label")
-        assert not label.styles.text_style.reverse
+        drawn = label_cells(seeds)
+        assert "".join(c for c, _, _ in drawn).rstrip() == "seeds"
+        assert not any(reverse for _, reverse, _ in drawn)
         seeds.input.focus()
         await pilot.pause()
-        # Styles, not colours: what NO_COLOR and a 256-colour terminal both still draw.
-        assert label.styles.text_style.reverse and seeds.input.styles.text_style.underline
+        # Styles, not colours: what NO_COLOR and a 256-colour terminal both still draw. The
+        # whole label column is reversed and bold, not just the word.
+        assert all(reverse and bold for _, reverse, bold in label_cells(seeds))
+        assert seeds.input.styles.text_style.underline
         await pilot.press("escape")  # to the step list: its cursor row is reversed
         await pilot.pause()
         steps = app.screen.query_one(StepList)
-        assert app.focused is steps and not label.styles.text_style.reverse
+        assert app.focused is steps and not any(r for _, r, _ in label_cells(seeds))
         row = steps.get_component_styles("option-list--option-highlighted")
         assert row.text_style.reverse
+
+
+async def test_every_packet_field_shows_its_whole_label_and_unit_at_80x24(
+    make_app: MakeApp,
+) -> None:
+    # Labels longer than the compact label column (25 cells) wrap onto more rows of the field,
+    # and units onto more rows of theirs: never cut, never run into the value.
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(app, pilot)  # every piece of the form mounted
+        editors = list(app.screen.query(FieldEditor))
+        assert len(editors) > 40
+        wrapped = 0
+        for field in editors:
+            label_width, unit_width = (
+                field.input.styles.margin.left,
+                field.input.styles.margin.right,
+            )
+            rows = [
+                field.render_line(y).text.ljust(field.size.width) for y in range(field.size.height)
+            ]
+            label = "".join(row[: label_width - 1].strip() for row in rows)
+            unit = "".join(row[len(row) - unit_width + 1 :].strip() for row in rows)
+            assert label == (field.spec.short_label or field.spec.label)
+            assert unit == field.spec.unit
+            assert all(row[label_width - 1] == " " for row in rows)  # the gap before the value
+            wrapped += field.size.height > 1
+        assert wrapped  # the longest labels (29 cells) do wrap at 80 columns
 
 
 # --- charts ------------------------------------------------------------------------------

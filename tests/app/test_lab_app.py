@@ -270,7 +270,8 @@ async def test_tuning_session_bursts_staleness_refusals_and_saving(
         await retype(pilot, "100x128x64")
         await settle(app, pilot)
         assert "tile granule 32" in tile.problem
-        assert "tile granule 32" in text_of(app, f"#{tile.id} Note")
+        under = [tile.render_line(y).text.strip() for y in range(1, tile.size.height)]
+        assert "tile granule 32" in " ".join(under)  # drawn under the field, wrapped to it
         assert screen.config is config and lab.model_runs == runs
         await pilot.press("escape")  # leaves the field, the accepted value back
         assert tile.text == "" and tile.problem == ""

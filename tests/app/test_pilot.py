@@ -140,13 +140,17 @@ async def test_edits_apply_or_are_refused_in_place(
         await retype(pilot, "-5")
         assert app.working.packet.inputs.sla.p95_ms == 62.5
         assert field.problem == "must be at least 0.001, got -5.0"
-        message = field.query_one(".field-message", Static)
-        assert message.display and str(message.content) == field.problem
+        await pilot.pause()  # the field grows a row for the message
+        under = [field.render_line(y).text.strip() for y in range(1, field.size.height)]
+        assert field.size.height == 2 and under == [field.problem]
         assert field.has_class("-invalid")
         assert app.working.pending == {"inputs.sla.p95_ms": "-5"}
         await retype(pilot, "100")  # fine alone, but above the p99 target
         assert "p99 target 76.0 ms is below the p95 target 100.0 ms" in field.problem
         assert app.working.packet.inputs.sla.p95_ms == 62.5
+        await pilot.pause()  # a longer message: wrapped, every word still shown
+        under = [field.render_line(y).text.strip() for y in range(1, field.size.height)]
+        assert " ".join(under) == field.problem and field.size.height == 1 + len(under)
         await retype(pilot, "6O")  # a letter O: not a number
         assert field.problem.startswith("expected a number")
         await pilot.press("escape")  # leaving puts the accepted value back
@@ -154,6 +158,7 @@ async def test_edits_apply_or_are_refused_in_place(
         assert field.input.value == "62.5" and field.problem == ""
         assert app.working.pending == {}
         assert isinstance(app.focused, StepList)
+        assert field.size.height == 1  # the message's rows are gone
 
 
 async def test_number_field_steps_with_arrows_and_refuses_out_of_bounds(
