@@ -52,6 +52,8 @@ if sys.argv[2] == "cli":
     workbench.entry.start_without_gc()  # as the `workbench` console script starts
     if hasattr(workbench.entry, "without_pydantic_plugins"):  # `--compare` runs older trees
         workbench.entry.without_pydantic_plugins()
+    if hasattr(workbench.entry, "one_blas_thread"):
+        workbench.entry.one_blas_thread()
     import workbench.cli  # what `workbench open` imports before the app: every command module
 from pathlib import Path
 from packets.examples import DEFAULT_EXAMPLE, example_path

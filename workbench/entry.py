@@ -35,10 +35,22 @@ def without_pydantic_plugins() -> None:
     os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
 
 
+def one_blas_thread() -> None:
+    """Start OpenBLAS with one thread unless the user chose a number (`OPENBLAS_NUM_THREADS`).
+
+    numpy's OpenBLAS starts a thread per core as numpy is imported, and each spins for its
+    work for ~0.1 s before sleeping: 100 ms of a second core's CPU at every start, taken from
+    the terminal, ssh and the app's own workers on a 2-core machine, for work that never
+    comes. No BLAS call here touches float data (model/runtime/README.md, "Determinism"), so
+    the threads have nothing to speed up. Must run before numpy is imported."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main() -> int:
     """Run the command line (the console script's entry point)."""
     start_without_gc()
     without_pydantic_plugins()
+    one_blas_thread()
     from workbench.cli import main as cli_main
 
     try:
