@@ -17,13 +17,16 @@ Targets (issue 12, on the 2-core machine otherwise idle): cold start <= 1.5 s, w
 step switch (key to the next step's title in tmux) median <= 150 ms, and no stall over 100 ms
 while walking the steps.
 Run: python -m benchmarks.bench_app (or `--compare REV`: the tuning session and warm starts of
-git revision REV against this tree, interleaved in one run)
+git revision REV against this tree, interleaved in one run; or `--instructions REV`: the
+instructions a warm start executes, REV against this tree, counted by valgrind: a start-up
+measure that a shared host's speed does not move)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -363,7 +366,12 @@ mount their sections below the fold once the first frame has gone to the termina
 editors per piece, only while their step is on screen and the keys pause 0.2 s
 (`StepScreen.mount_later`; Tab keeps the form order meanwhile); an editor's first text (the
 packet's own value) is not checked as typing (it checked the whole packet once per editor), and
-a new sub-title (each committed edit) repaints the header instead of laying the screen out.
+a new sub-title (each committed edit) repaints the header instead of laying the screen out. An
+editor is one widget that draws its label, unit and message around its Input (a Label on either
+side was 7% of a warm start's instructions), and its Input takes its first text quietly (no
+validation, no Changed nobody typed, no completion worker: 2%); see "App: instructions of a
+warm start". The `workbench` program starts OpenBLAS with one thread: its idle worker spun
+~100 ms of the second core at every start, for BLAS work the app never does.
 Textual's Input restyled itself for each class its constructor set, before it was even in the
 DOM, and registration styled it again (`FieldInput` skips the first two: ~60 ms of the Packet
 step's first frame on this host); the theme chosen at start-up no longer has Textual parse
@@ -481,8 +489,85 @@ the plan's service tables after the change (a max_batch or tile edit builds new 
     )
 
 
+def start_instructions(home: Path, root: Path) -> int:
+    """Instructions a warm start executes, from launch to the first painted frame and the
+    exit after it (valgrind cachegrind's `I refs`, every thread). The hash seed is fixed (set
+    and dict orders, and so the work, vary with it) and OpenBLAS has one thread (an idle
+    thread spins, and valgrind runs one thread at a time). Repeat counts agree within ~0.1%:
+    the event loop's timing still varies a little."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise RuntimeError("valgrind is needed to count instructions (apt install valgrind)")
+    done = subprocess.run(
+        [
+            valgrind,
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            f"--cachegrind-out-file={os.devnull}",
+            sys.executable,
+            "-P",
+            "-c",
+            CHILD,
+            str(home / "drafts"),
+            "cli",
+        ],
+        capture_output=True,
+        text=True,
+        env={**env(home, root), "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
+        timeout=1800,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None or done.stdout.strip() != "READY":
+        raise RuntimeError(f"app did not start under valgrind: {done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def compare_instructions(ref: str) -> None:
+    """Instructions of a warm start of git revision `ref` (before) and of this tree (after)."""
+    with tempfile.TemporaryDirectory() as folder:
+        before = export_revision(ref, Path(folder))
+        home = Path(folder) / "home"
+        home.mkdir()
+        trees = {"before": before, "after": REPO}
+        for root in trees.values():  # first runs write bytecode and numba's cache
+            start_instructions(home, root)
+        counts = {
+            name: [start_instructions(home, root) for _ in range(2)] for name, root in trees.items()
+        }
+    low = {name: min(values) for name, values in counts.items()}
+    change = 100.0 * (low["after"] - low["before"]) / low["before"]
+    rows = "\n".join(
+        f"| {name} | {low[name] / 1e9:.3f} billion | "
+        + ", ".join(f"{v / 1e9:.4f}" for v in values)
+        + " |"
+        for name, values in counts.items()
+    )
+    body = f"""\
+Before: `{ref}`; after: this tree. Instructions a warm start executes, from launch to the first
+painted frame of the Packet step at 80x24 and the exit after it (bench_app's headless child;
+valgrind `--tool=cachegrind`, every thread; hash seed fixed, one OpenBLAS thread), after one
+run of each tree that writes its bytecode and caches. Unlike the wall-clock rows, these do not
+move with the shared host's speed, so a change to start-up shows even when the host runs at
+half speed; they do not see waiting (disk, the terminal) or the second core.
+
+| Tree | Instructions (lower of 2) | Both runs, billions |
+|---|---|---|
+{rows}
+
+Change: {change:+.1f}%.
+"""
+    write_section(
+        "app-instructions",
+        "App: instructions of a warm start, before and after",
+        f"python -m benchmarks.bench_app --instructions {ref}",
+        body,
+    )
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--compare":
         compare(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--instructions":
+        compare_instructions(sys.argv[2])
     else:
         main()
