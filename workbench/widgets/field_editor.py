@@ -151,7 +151,8 @@ class FieldEditor(Widget):
         self.accepted = value
         """The last value the packet took for this field."""
         self._message_rows = 0  # the message's lines at the last layout
-        self._wrap_cache: list[tuple[int, list[Content]] | None] = [None, None]  # label, unit
+        # (text, width, lines) per slot: label, unit, message
+        self._wrap_cache: list[tuple[str, int, list[Content]] | None] = [None, None, None]
         self._start_text = format_value(spec, value)  # the input's text once it is composed
         self._input: Input | None = None  # built by compose; in use once attached
 
@@ -304,24 +305,25 @@ class FieldEditor(Widget):
         return self._wrapped(1, self.spec.unit, unit_width - 1)
 
     def _wrapped(self, slot: int, text: str, width: int) -> list[Content]:
-        """`text` wrapped to `width` cells (never cut), kept per width in `slot`: every layout
-        of a form asks each editor its height."""
+        """`text` wrapped to `width` cells (never cut), kept per text and width in `slot`:
+        every layout of a form asks each editor its height, and a message is wrapped for the
+        height, the repaint and the check of whether its row count changed."""
         width = max(width, 1)
         kept = self._wrap_cache[slot]
-        if kept is None or kept[0] != width:
+        if kept is None or kept[:2] != (text, width):
             content = Content(text)
             lines = [content] if content.cell_length <= width else content.wrap(width)
-            kept = self._wrap_cache[slot] = (width, lines or [Content("")])
-        return kept[1]
+            kept = self._wrap_cache[slot] = (text, width, lines or [Content("")])
+        return kept[2]
 
     def _message_lines(self, width: int) -> list[Content]:
         """The message wrapped under the field, indent included ([] when none)."""
         if not self.message:
             return []
         style = self.WARNING_STYLE if self.warning and not self.problem else self.MESSAGE_STYLE
-        indent = Content(" " * self.MESSAGE_INDENT)
-        lines = Content.styled(self.message, style).wrap(max(width - self.MESSAGE_INDENT, 1))
-        return [indent + line for line in lines]
+        indent = " " * self.MESSAGE_INDENT
+        lines = self._wrapped(2, self.message, width - self.MESSAGE_INDENT)
+        return [Content.assemble(indent, line.stylize(style)) for line in lines]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """The Input's row, or the label's or unit's lines when taller, then the message."""
