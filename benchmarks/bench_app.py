@@ -38,7 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.report import export_revision, write_section
+from benchmarks.report import (
+    argument_parser,
+    export_revision,
+    modes_with_compare,
+    write_section,
+)
 from benchmarks.tuning_session import run_tuning_session
 from workbench.screens.tune import TuneScreen
 
@@ -564,10 +569,21 @@ Change: {change:+.1f}%.
     )
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--compare":
-        compare(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == "--instructions":
-        compare_instructions(sys.argv[2])
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line: every measure (no arguments), or one comparison."""
+    parser = argument_parser("benchmarks.bench_app", __doc__)
+    which = modes_with_compare(parser)
+    which.add_argument(
+        "--instructions", metavar="REV", help="a warm start's instructions: REV and this tree"
+    )
+    args = parser.parse_args(argv)
+    if args.compare:
+        compare(args.compare)
+    elif args.instructions:
+        compare_instructions(args.instructions)
     else:
         main()
+
+
+if __name__ == "__main__":
+    cli()

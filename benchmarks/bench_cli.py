@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from packets.examples import DEFAULT_EXAMPLE, example_bytes
 
 COMMAND = "python -m benchmarks.bench_cli"
@@ -128,5 +128,11 @@ def main() -> None:
     write_section("cli", "Command line end to end", COMMAND, body)
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_cli", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -10,14 +10,13 @@ runs in one process (the first, warm-up run is not counted).
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 import polars as pl
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from model.compiler.accuracy import accuracy_report, fastest_possible_us, predict_kernels
 from model.compiler.autotune import best_gemm
 from model.compiler.blocks import BlockSpec
@@ -241,12 +240,13 @@ def schedule_section() -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(transfer_only: bool = False) -> None:
+    """Write every section (`transfer_only`: the calibration transfer's alone)."""
     write_section(
         "compile-transfer", "Compile-plan model: calibration transfer on the A100 data",
         f"{COMMAND} --transfer", transfer_section(),
     )  # fmt: skip
-    if "--transfer" in sys.argv[1:]:
+    if transfer_only:
         return
     load_before = os.getloadavg()[0]
     speed = speed_section()
@@ -269,5 +269,14 @@ def main() -> None:
     )  # fmt: skip
 
 
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line: every section, or (`--transfer`) the transfer's alone."""
+    parser = argument_parser("benchmarks.bench_compile", __doc__)
+    parser.add_argument(
+        "--transfer", action="store_true", help="only the calibration transfer section"
+    )
+    main(transfer_only=parser.parse_args(argv).transfer)
+
+
 if __name__ == "__main__":
-    main()
+    cli()

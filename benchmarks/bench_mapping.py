@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.bench_telemetry import synthetic_kernel_rows
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from model.compiler.calibration import calibrate
 from model.compiler.hardware import preset
 from model.compiler.measured import load_measured
@@ -154,5 +154,11 @@ def main() -> None:
     )
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_mapping", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

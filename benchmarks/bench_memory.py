@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 
 COMMAND = "python -m benchmarks.bench_memory"
 EXAMPLE = "fusion-tiling-llama-decode"
@@ -85,5 +85,11 @@ def main() -> None:
     write_section("memory", "Runtime memory at the request cap", COMMAND, "\n".join(lines))
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_memory", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

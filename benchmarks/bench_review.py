@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_app import Tmux, env, ms
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from workbench.core.stall import StallMonitor, StallSummary
 
 RUNS = 3
@@ -196,5 +196,11 @@ Terminal times include tmux's redraw and the ~2 ms polling of `capture-pane`.
     )
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_review", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

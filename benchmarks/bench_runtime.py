@@ -21,7 +21,7 @@ import time
 import numpy as np
 import simpy
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from model.runtime.inputs import (
     Arrivals,
     BatchPolicy,
@@ -388,11 +388,26 @@ def summary_compare(ref: str) -> None:
     )
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["summary"]:
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line: every section (no arguments), or the summary's alone."""
+    parser = argument_parser("benchmarks.bench_runtime", __doc__)
+    parser.add_argument(
+        "part", nargs="?", choices=["summary"], help="only a run's summary against its simulation"
+    )
+    parser.add_argument(
+        "--compare", metavar="REV", help="with `summary`: git revision REV against this tree"
+    )
+    args = parser.parse_args(argv)
+    if args.compare and args.part != "summary":
+        parser.error("--compare goes with `summary`")
+    if args.compare:
+        summary_compare(args.compare)
+    elif args.part == "summary":
         summary_vs_simulation()
-    elif len(sys.argv) == 4 and sys.argv[1:3] == ["summary", "--compare"]:
-        summary_compare(sys.argv[3])
     else:
         main()
         summary_vs_simulation()
+
+
+if __name__ == "__main__":
+    cli()

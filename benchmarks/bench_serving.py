@@ -10,7 +10,7 @@ import os
 import statistics
 import time
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from model.runtime.serving import generate_serving_requests, simulate_serving
 from model.runtime.serving_attribution import active_drivers, with_attribution
 from model.runtime.serving_summary import serving_summary
@@ -120,5 +120,11 @@ def main() -> None:
     write_section("serving", "Serving simulator (continuous batching)", COMMAND, "\n".join(lines))
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_serving", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

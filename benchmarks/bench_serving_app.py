@@ -29,7 +29,12 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.bench_app import REPO, env
-from benchmarks.report import export_revision, write_section
+from benchmarks.report import (
+    argument_parser,
+    export_revision,
+    modes_with_compare,
+    write_section,
+)
 from benchmarks.tuning_session import CHILD_PRELUDE
 
 COMMAND = "python -m benchmarks.bench_serving_app"
@@ -398,11 +403,22 @@ two rows; the target (p95 <= {TARGET_P95_MS:.0f} ms) is for an idle machine.
     )
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--compare":
-        compare(sys.argv[2])
-    elif sys.argv[1:] == ["--timeline"]:  # one traced session, printed (nothing written)
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line: the session (no arguments), a comparison or a timeline."""
+    parser = argument_parser("benchmarks.bench_serving_app", __doc__)
+    which = modes_with_compare(parser)
+    which.add_argument(
+        "--timeline", action="store_true", help="print one traced session (nothing written)"
+    )
+    args = parser.parse_args(argv)
+    if args.compare:
+        compare(args.compare)
+    elif args.timeline:
         with tempfile.TemporaryDirectory() as folder:
             print(timeline_text(run_session(Path(folder), traced=True)))
     else:
         main()
+
+
+if __name__ == "__main__":
+    cli()

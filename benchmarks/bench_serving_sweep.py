@@ -13,7 +13,7 @@ import os
 import resource
 import time
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from packets.examples import example_path
 from packets.load import load_packet
 from triage.review.matrix import MatrixSpec, run_matrix
@@ -77,5 +77,11 @@ def main() -> None:
                   "\n".join(body))  # fmt: skip
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_serving_sweep", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from packets.signing import sshsig
 from packets.signing.allowed_signers import parse_allowed_signers
 from packets.signing.packet import NAMESPACE, sign_entry, verify_entries
@@ -94,5 +94,11 @@ def main() -> None:
     )
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.bench_signing", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()

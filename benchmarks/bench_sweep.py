@@ -16,14 +16,13 @@ BENCHMARKS.md). On the default example (20,000 requests a point):
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from packets.examples import example_path
 from packets.load import load_packet
 from triage.search import run_search
@@ -242,13 +241,18 @@ def search_section() -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=4096, help="sweep size (multiple of 256)")
-    args = parser.parse_args(argv)
-    body = sweep_section(args.points) + "\n" + search_section()
+def main(points: int = 4096) -> None:
+    """Write the section: a sweep of `points` configurations, then the guided search."""
+    body = sweep_section(points) + "\n" + search_section()
     write_section("sweep", "Sweeps on a cluster, and the guided search", COMMAND, body)
 
 
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (`--points N`: the sweep's size)."""
+    parser = argument_parser("benchmarks.bench_sweep", __doc__)
+    parser.add_argument("--points", type=int, default=4096, help="sweep size (multiple of 256)")
+    main(parser.parse_args(argv).points)
+
+
 if __name__ == "__main__":
-    main()
+    cli()

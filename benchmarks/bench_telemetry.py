@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks.report import write_section
+from benchmarks.report import argument_parser, write_section
 from model.telemetry import read_kernel_telemetry
 
 ROWS = 1_000_000
@@ -242,8 +242,15 @@ def main() -> None:
     trace_main()
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["trace"]:
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line: the kernel-telemetry ingest, or (`trace`) the trace's."""
+    parser = argument_parser("benchmarks.bench_telemetry", __doc__)
+    parser.add_argument("part", nargs="?", choices=["trace"], help="only the trace ingest")
+    if parser.parse_args(argv).part == "trace":
         trace_main()
     else:
         main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -6,6 +6,7 @@ and replaces only that, so scripts can run alone or together and never clobber e
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import re
@@ -20,6 +21,29 @@ HEADER = (
     "never as wall-clock asserts in tests. Re-run one with the command shown, or all with\n"
     "`make bench`.\n"
 )
+
+
+def argument_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The command line of the benchmark `module` (e.g. "benchmarks.bench_app"), described by
+    its docstring `doc`: `--help` prints that, and an argument the script does not take exits
+    with status 2 and a one-line usage error before anything runs. (Scripts that read
+    `sys.argv` by hand ran the whole benchmark, minutes, for any argument they did not know,
+    `--help` or a typo included, and rewrote their section of BENCHMARKS.md with it.)"""
+    return argparse.ArgumentParser(
+        prog=f"python -m {module}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def modes_with_compare(parser: argparse.ArgumentParser) -> argparse._MutuallyExclusiveGroup:
+    """A group of modes that exclude each other, holding `--compare REV` (the revision REV
+    against this tree, interleaved in one run); the script adds its other modes to it."""
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
+        "--compare", metavar="REV", help="git revision REV against this tree, interleaved"
+    )
+    return modes
 
 
 def machine_line() -> str:

@@ -6,6 +6,8 @@ import importlib
 import pkgutil
 from pathlib import Path
 
+from benchmarks.report import argument_parser
+
 
 def main() -> None:
     here = Path(__file__).parent
@@ -15,5 +17,11 @@ def main() -> None:
             importlib.import_module(f"benchmarks.{info.name}").main()
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """Run from the command line (no arguments: `--help` says what it measures)."""
+    argument_parser("benchmarks.run_all", __doc__).parse_args(argv)
     main()
+
+
+if __name__ == "__main__":
+    cli()
