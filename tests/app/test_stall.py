@@ -10,8 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import workbench.core.stall as stall_module
 from packets.errors import UsageError
-from workbench.core.stall import STALL_MS, StallMonitor, summarize
+from workbench.core.stall import (
+    SAMPLES_KEPT,
+    STALL_MS,
+    WORST_KEPT,
+    StallMonitor,
+    frame_name,
+    summarize,
+)
 
 
 def test_summary_statistics() -> None:
@@ -71,3 +79,61 @@ def test_report_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
         monitor.write_report(missing)
     assert str(missing) in str(refused.value) and "\n" not in str(refused.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stalls.json"]
+
+
+def _block_the_loop_in_a_named_handler(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+async def test_a_stall_names_where_the_loop_was_and_when() -> None:
+    """The report says which function held the loop, from a stack sampled during the stall,
+    and when the stall came after the first frame."""
+    monitor = StallMonitor(interval_s=0.005)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.02)
+    monitor.first_frame()
+    await asyncio.sleep(0.1)
+    _block_the_loop_in_a_named_handler(0.25)  # long enough for several samples
+    await asyncio.sleep(0.03)
+    task.cancel()
+    summary = monitor.summary()
+    (stall,) = [s for s in summary.worst if s.lag_ms > 200]
+    assert 0.08 <= stall.at_s <= 0.5
+    assert 2 <= len(stall.where) <= SAMPLES_KEPT  # at 50 ms late, then at each further 50
+    for stack in stall.where:
+        inner = [f for f in stack if f.endswith(" _block_the_loop_in_a_named_handler")]
+        assert inner and inner[0].startswith("tests/app/test_stall.py:")
+        assert any(f.endswith(" test_a_stall_names_where_the_loop_was_and_when") for f in stack)
+
+
+async def test_the_report_keeps_the_longest_stalls_longest_first(tmp_path: Path) -> None:
+    monitor = StallMonitor(interval_s=0.005)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.02)
+    time.sleep(0.09)  # start-up: not among the stalls once the first frame is marked
+    await asyncio.sleep(0.02)
+    monitor.first_frame()
+    for blocked in (0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12):
+        await asyncio.sleep(0.02)
+        time.sleep(blocked)
+    await asyncio.sleep(0.02)
+    task.cancel()
+    summary = monitor.summary()
+    assert summary.stalls >= 7 and len(summary.worst) == WORST_KEPT
+    lags = [s.lag_ms for s in summary.worst]
+    assert lags == sorted(lags, reverse=True) and lags[0] == summary.max_ms
+    assert all(s.at_s > 0 for s in summary.worst)
+    report = tmp_path / "stalls.json"
+    monitor.write_report(report)
+    written = json.loads(report.read_text())["worst"]
+    assert [w["lag_ms"] for w in written] == lags
+    assert all(isinstance(frame, str) for w in written for stack in w["where"] for frame in stack)
+
+
+def test_frame_names_are_paths_from_the_package_down() -> None:
+    assert (
+        frame_name("/x/.venv/lib/python3.11/site-packages/textual/_compositor.py", 681, "add")
+        == "textual/_compositor.py:681 add"
+    )
+    assert frame_name(stall_module.__file__, 7, "run") == "workbench/core/stall.py:7 run"
+    assert frame_name("/usr/lib/python3.11/asyncio/events.py", 80, "_run") == "events.py:80 _run"

@@ -8,25 +8,56 @@ The app starts it as it mounts and marks its first frame (`first_frame`): the st
 the lags from then on, the UI a user works in; what came before (composing and laying out the
 first screen, while nothing is on screen yet) is start-up, timed by its own target (warm start
 to first frame, benchmarks/bench_app.py), and reported apart as `before_first_frame_max_ms`.
+
+A number says that the loop stalled, not why. So while the loop is late by more than STALL_MS,
+a thread of the monitor's own reads what the loop's thread runs (its Python stack, from
+`sys._current_frames`), and the report names the WORST_KEPT longest stalls, when each came
+and where the loop was: a handler of ours, a layout pass, a collection. Only file names,
+lines and function names are kept, never a value.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 import time
-from dataclasses import asdict, dataclass
+import traceback
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from packets.files import FileKind, atomic_write
 
-# The report is a few hundred bytes; written whole or not at all (a reader that polls for the
-# file, as benchmarks/bench_app.py does, must never find it half-written).
-STALL_REPORT = FileKind("stall report", 64 * 1024)
+# The report is ~20 KiB (the stacks of WORST_KEPT stalls); written whole or not at all (a reader
+# that polls for the file, as benchmarks/bench_app.py does, must never find it half-written).
+STALL_REPORT = FileKind("stall report", 256 * 1024)
 
 STALL_MS = 50.0  # a wake-up later than this is a stall a user can feel (one dropped keypress echo)
+SAMPLE_S = 0.01  # how often the sampler looks whether the loop is late
+WORST_KEPT = 5  # stalls the report names, longest first
+SAMPLES_KEPT = 4  # stacks kept per stall: at STALL_MS late, then at each further STALL_MS
+FRAMES_KEPT = 24  # frames kept per stack, innermost first
+
+
+@dataclass(frozen=True)
+class Stall:
+    """One stall and where the UI loop was during it.
+
+    Attributes:
+        at_s: when it began, seconds after the first frame (after the monitor started, when
+            no first frame was marked).
+        lag_ms: how late the loop woke, ms.
+        where: stacks of the loop's thread, one per sample (the first taken once the loop was
+            STALL_MS late, then at each further STALL_MS), each innermost frame first, a frame
+            as "path:line function" (`frame_name`).
+    """
+
+    at_s: float
+    lag_ms: float
+    where: tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -41,6 +72,7 @@ class StallSummary:
         stalled_ms: total lag summed over those stalls.
         before_first_frame_max_ms: the largest lag before the first frame (start-up, not in
             the statistics above; 0.0 when no first frame was marked).
+        worst: the WORST_KEPT longest stalls of those statistics, longest first.
     """
 
     samples: int
@@ -51,16 +83,22 @@ class StallSummary:
     stalls: int
     stalled_ms: float
     before_first_frame_max_ms: float = 0.0
+    worst: tuple[Stall, ...] = field(default=())
 
 
 def summarize(
-    lags_ms: np.ndarray, interval_ms: float, before_first_frame_max_ms: float = 0.0
+    lags_ms: np.ndarray,
+    interval_ms: float,
+    before_first_frame_max_ms: float = 0.0,
+    stalls: tuple[Stall, ...] = (),
 ) -> StallSummary:
-    """Statistics of measured lags (ms); all zero for an empty array."""
+    """Statistics of measured lags (ms), all zero for an empty array, naming the WORST_KEPT
+    longest of `stalls`."""
     lags = np.asarray(lags_ms, dtype=np.float64)
     before = round(float(before_first_frame_max_ms), 3)
+    worst = tuple(sorted(stalls, key=lambda s: (-s.lag_ms, s.at_s))[:WORST_KEPT])
     if lags.size == 0:
-        return StallSummary(0, interval_ms, 0.0, 0.0, 0.0, 0, 0.0, before)
+        return StallSummary(0, interval_ms, 0.0, 0.0, 0.0, 0, 0.0, before, worst)
     over = lags[lags > STALL_MS]
     p50, p99 = np.percentile(lags, [50, 99])
     return StallSummary(
@@ -72,37 +110,119 @@ def summarize(
         stalls=int(over.size),
         stalled_ms=round(float(over.sum()), 3),
         before_first_frame_max_ms=before,
+        worst=worst,
+    )
+
+
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[2]) + "/"
+
+
+def frame_name(filename: str, lineno: int, function: str) -> str:
+    """A frame as "path:line function", the path from site-packages or the project's root
+    down (textual/_compositor.py:681 add_widget, workbench/screens/base.py:171 _mount_piece);
+    the standard library's by file name alone (asyncio's events.py:80 _run)."""
+    if "site-packages/" in filename:
+        path = filename.rsplit("site-packages/", 1)[1]
+    elif filename.startswith(_PROJECT_ROOT):
+        path = filename[len(_PROJECT_ROOT) :]
+    else:
+        path = filename.rsplit("/", 1)[-1]
+    return f"{path}:{lineno} {function}"
+
+
+def stack_of(thread_id: int) -> tuple[str, ...]:
+    """The Python stack thread `thread_id` runs now, innermost frame first (FRAMES_KEPT of
+    them; () when the thread has ended)."""
+    frame = sys._current_frames().get(thread_id)
+    if frame is None:
+        return ()
+    frames = traceback.walk_stack(frame)
+    return tuple(
+        frame_name(f.f_code.co_filename, line, f.f_code.co_name)
+        for (f, line), _ in zip(frames, range(FRAMES_KEPT), strict=False)
     )
 
 
 class StallMonitor:
-    """Records event-loop lag while `run()` is being awaited (run it as a task or worker)."""
+    """Records event-loop lag while `run()` is being awaited (run it as a task or worker), and
+    the loop's stack during each stall (a thread of its own, from `run()` until it ends)."""
 
     def __init__(self, interval_s: float = 0.01) -> None:
         self.interval_s = interval_s
         self._lags_ms: list[float] = []
         self._first_frame_at: int | None = None  # lags recorded before the first frame
+        self._first_frame_s: float | None = None  # perf_counter() at the first frame
+        self._started_s = 0.0  # perf_counter() as `run` started
+        self._lock = threading.Lock()  # the sampler's and the loop's use of the two below
+        self._asleep_since = 0.0  # perf_counter() as the loop went to sleep (0: awake)
+        self._samples: list[tuple[str, ...]] = []  # stacks taken during this sleep
+        self._stalls: list[tuple[float, Stall]] = []  # (perf_counter() as it began, stall)
 
     async def run(self) -> None:
         """Sleep-and-measure forever (until cancelled)."""
-        while True:
-            start = time.perf_counter()
-            await asyncio.sleep(self.interval_s)
-            lag_s = time.perf_counter() - start - self.interval_s
-            self._lags_ms.append(max(lag_s, 0.0) * 1000.0)
+        self._started_s = time.perf_counter()
+        done = threading.Event()
+        sampler = threading.Thread(
+            target=self._sample, args=(threading.get_ident(), done), name="stall-sampler",
+            daemon=True,
+        )  # fmt: skip
+        sampler.start()
+        try:
+            while True:
+                start = time.perf_counter()
+                with self._lock:
+                    self._asleep_since = start
+                await asyncio.sleep(self.interval_s)
+                lag_ms = max(time.perf_counter() - start - self.interval_s, 0.0) * 1000.0
+                self._lags_ms.append(lag_ms)
+                self._end_sleep(start, lag_ms)
+        finally:
+            done.set()
+
+    def _end_sleep(self, asleep_since: float, lag_ms: float) -> None:
+        """Keep the stacks sampled during the sleep that just ended when it was a stall (a
+        wake-up over STALL_MS late); later samples belong to the next sleep."""
+        with self._lock:
+            samples, self._samples = self._samples, []
+            self._asleep_since = 0.0
+        if lag_ms > STALL_MS:
+            began_s = asleep_since + self.interval_s
+            self._stalls.append((began_s, Stall(0.0, round(lag_ms, 3), tuple(samples))))
+
+    def _sample(self, loop_thread: int, done: threading.Event) -> None:
+        """Take the loop's stack once it is STALL_MS late, and again at each further STALL_MS
+        (SAMPLES_KEPT at most), so a long stall shows its parts. Wakes every SAMPLE_S; a wake-up
+        with the loop on time takes a few microseconds."""
+        while not done.wait(SAMPLE_S):
+            asleep_since = self._asleep_since
+            late_ms = (time.perf_counter() - asleep_since - self.interval_s) * 1000.0
+            if not asleep_since or late_ms <= STALL_MS * (len(self._samples) + 1):
+                continue
+            stack = stack_of(loop_thread)
+            with self._lock:
+                if asleep_since == self._asleep_since and len(self._samples) < SAMPLES_KEPT:
+                    self._samples.append(stack)
 
     def first_frame(self) -> None:
         """Mark the first frame: lags recorded so far were start-up (see the module docstring).
         Only the first call counts."""
         if self._first_frame_at is None:
             self._first_frame_at = len(self._lags_ms)
+            self._first_frame_s = time.perf_counter()
 
     def summary(self) -> StallSummary:
         """Statistics of the lags recorded since the first frame (every lag when none was
-        marked), with the largest before it."""
+        marked), with the largest before it, and the longest stalls since it."""
         cut = self._first_frame_at or 0
         before = max(self._lags_ms[:cut], default=0.0)
-        return summarize(np.array(self._lags_ms[cut:]), self.interval_s * 1000.0, before)
+        lags = np.array(self._lags_ms[cut:])
+        since = self._first_frame_s if self._first_frame_s is not None else self._started_s
+        stalls = tuple(
+            replace(stall, at_s=round(began - since, 3))
+            for began, stall in self._stalls
+            if began >= since
+        )
+        return summarize(lags, self.interval_s * 1000.0, before, stalls)
 
     def write_report(self, path: Path) -> None:
         """Write `summary()` as JSON to `path`, atomically (temp file, fsync, rename); on failure
