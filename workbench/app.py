@@ -61,6 +61,13 @@ USER_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.Mous
 WARM_UP_AFTER_S = 0.3  # after the first frame: loading numba then would delay that frame
 
 
+ANIMATIONS_VARIABLE = "TEXTUAL_ANIMATIONS"
+"""Textual's setting for animations ("none", "basic", "full"). The workbench runs without them
+unless it is set: a field scrolled into view by Tab glided there in 3-5 frames, each a
+repaint of the form (Tab on the Packet step at 80x24: p90 120-140 ms of the UI thread's CPU
+on a slow host, 56-71 ms without), and over SSH each frame is sent whole."""
+
+
 @dataclass(frozen=True)
 class WorkbenchOptions:
     """How the app runs.
@@ -119,6 +126,8 @@ class WorkbenchApp(App[int]):
 
     def __init__(self, working: WorkingPacket, options: WorkbenchOptions | None = None) -> None:
         super().__init__()
+        if ANIMATIONS_VARIABLE not in os.environ:  # the user's choice, when made, stands
+            self.animation_level = "none"
         self.options = options or WorkbenchOptions()
         self.steps: tuple[Step, ...] = self.options.steps or default_steps()
         self.drafts_folder = self.options.drafts_folder or drafts.drafts_dir()

@@ -324,3 +324,32 @@ def test_a_legend_too_long_for_the_title_row_gets_a_row_of_its_own() -> None:
     assert title_and_legend(data, 120) == (f"p99 vs load, ms · {full}", "")
     assert title_and_legend(data, 50) == ("p99 vs load, ms · ⠤ baseline  • working  ─ SLA", "")
     assert title_and_legend(data, 30) == ("p99 vs load, ms", full)
+
+
+async def test_tab_scrolls_a_field_into_view_in_one_step(make_app: MakeApp, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Animated scrolling repainted the whole form on each of its frames, per Tab (and sent
+    # each frame over SSH): a Tab moves the form at most once, straight to where the field
+    # shows, unless the user asked Textual for animations.
+    monkeypatch.delenv("TEXTUAL_ANIMATIONS", raising=False)
+    app = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(app, pilot)
+        form = app.screen.query_one("#form")
+        editors = list(app.screen.query(FieldEditor))
+        editors[0].input.focus()
+        await pilot.pause()
+        positions: list[float] = []
+        form.watch(form, "scroll_y", lambda y: positions.append(y), init=False)
+        moves = []  # positions the form took during each Tab
+        for _ in range(30):
+            before = len(positions)
+            await pilot.press("tab")
+            await pilot.pause(0.3)  # long enough for any scroll animation to finish
+            moves.append(len(positions) - before)
+            focused = app.focused
+            assert isinstance(focused.parent, FieldEditor)
+            assert form.region.contains_region(focused.region)
+        assert form.scroll_y > 0 and sum(moves) >= 2  # the form scrolled, more than once
+        assert max(moves) == 1  # each time in one jump, no frames in between
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "full")
+    assert make_app().animation_level == "full"
