@@ -718,6 +718,8 @@ class WorkbenchApp(App[int]):
         if not yes:
             self.tell("Not quit: carry on (ctrl+s saves)")
             return
+        if self._stall_monitor is not None:
+            self._stall_monitor.quitting()  # what follows is the exit, timed apart
         self.save_draft_now()
         self.exit(0)
 

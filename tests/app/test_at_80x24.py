@@ -6,6 +6,7 @@ toggle says which matrix the form holds. Real app under run_test, driven by keys
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -96,6 +97,26 @@ async def test_quit_asks_only_while_something_is_unsaved(make_app: MakeApp) -> N
         await pilot.pause()
         assert not app.is_running
     assert app.return_code == 0
+
+
+async def test_a_stall_report_times_the_exit_apart(make_app: MakeApp, tmp_path: Path) -> None:
+    # The draft written once a quit is confirmed is the exit's lag, not a stall of the session.
+    report = tmp_path / "stalls.json"
+    app = make_app(stall_report=report)
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(app, pilot)
+        field = app.screen.query(FieldEditor).first()
+        field.input.focus()
+        await pilot.press("ctrl+u", "1", "enter")  # an edit: the quit asks, then writes a draft
+        await settle(app, pilot)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause()
+    written = json.loads(report.read_text())
+    assert written["samples"] > 0 and written["after_quit_max_ms"] > 0
+    assert len(written["worst"]) <= written["stalls"]
 
 
 async def test_quit_asks_for_an_unsaved_tune_edit_on_a_step_not_shown(make_app: MakeApp) -> None:

@@ -137,3 +137,23 @@ def test_frame_names_are_paths_from_the_package_down() -> None:
     )
     assert frame_name(stall_module.__file__, 7, "run") == "workbench/core/stall.py:7 run"
     assert frame_name("/usr/lib/python3.11/asyncio/events.py", 80, "_run") == "events.py:80 _run"
+
+
+async def test_the_exit_after_a_quit_is_timed_apart() -> None:
+    """Once the user has confirmed a quit there is no UI left to answer a key: the exit's lag
+    (the draft written at once) is reported apart, not as a stall of the session."""
+    monitor = StallMonitor(interval_s=0.005)
+    task = asyncio.create_task(monitor.run())
+    await asyncio.sleep(0.02)
+    monitor.first_frame()
+    await asyncio.sleep(0.02)
+    time.sleep(0.07)  # a stall of the session
+    await asyncio.sleep(0.02)
+    monitor.quitting()
+    time.sleep(0.15)  # the exit, in the handler that marked the quit
+    await asyncio.sleep(0.02)
+    task.cancel()
+    summary = monitor.summary()
+    assert summary.after_quit_max_ms >= 140.0
+    assert STALL_MS < summary.max_ms < 140.0 and summary.stalls == 1
+    assert [s.lag_ms for s in summary.worst] == [summary.max_ms]

@@ -8,6 +8,9 @@ The app starts it as it mounts and marks its first frame (`first_frame`): the st
 the lags from then on, the UI a user works in; what came before (composing and laying out the
 first screen, while nothing is on screen yet) is start-up, timed by its own target (warm start
 to first frame, benchmarks/bench_app.py), and reported apart as `before_first_frame_max_ms`.
+Likewise the app marks a quit the user confirmed (`quitting`): what follows is the exit (the
+draft written at once, the terminal restored), with no UI left to answer a key, and its longest
+lag is reported apart as `after_quit_max_ms`.
 
 A number says that the loop stalled, not why. So while the loop is late by more than STALL_MS,
 a thread of the monitor's own reads what the loop's thread runs (its Python stack, from
@@ -72,6 +75,8 @@ class StallSummary:
         stalled_ms: total lag summed over those stalls.
         before_first_frame_max_ms: the largest lag before the first frame (start-up, not in
             the statistics above; 0.0 when no first frame was marked).
+        after_quit_max_ms: the largest lag after the quit was marked (the exit, not in the
+            statistics above; 0.0 when none was marked).
         worst: the WORST_KEPT longest stalls of those statistics, longest first.
     """
 
@@ -83,6 +88,7 @@ class StallSummary:
     stalls: int
     stalled_ms: float
     before_first_frame_max_ms: float = 0.0
+    after_quit_max_ms: float = 0.0
     worst: tuple[Stall, ...] = field(default=())
 
 
@@ -91,14 +97,16 @@ def summarize(
     interval_ms: float,
     before_first_frame_max_ms: float = 0.0,
     stalls: tuple[Stall, ...] = (),
+    after_quit_max_ms: float = 0.0,
 ) -> StallSummary:
     """Statistics of measured lags (ms), all zero for an empty array, naming the WORST_KEPT
     longest of `stalls`."""
     lags = np.asarray(lags_ms, dtype=np.float64)
     before = round(float(before_first_frame_max_ms), 3)
+    after = round(float(after_quit_max_ms), 3)
     worst = tuple(sorted(stalls, key=lambda s: (-s.lag_ms, s.at_s))[:WORST_KEPT])
     if lags.size == 0:
-        return StallSummary(0, interval_ms, 0.0, 0.0, 0.0, 0, 0.0, before, worst)
+        return StallSummary(0, interval_ms, 0.0, 0.0, 0.0, 0, 0.0, before, after, worst)
     over = lags[lags > STALL_MS]
     p50, p99 = np.percentile(lags, [50, 99])
     return StallSummary(
@@ -110,6 +118,7 @@ def summarize(
         stalls=int(over.size),
         stalled_ms=round(float(over.sum()), 3),
         before_first_frame_max_ms=before,
+        after_quit_max_ms=after,
         worst=worst,
     )
 
@@ -152,11 +161,12 @@ class StallMonitor:
         self._lags_ms: list[float] = []
         self._first_frame_at: int | None = None  # lags recorded before the first frame
         self._first_frame_s: float | None = None  # perf_counter() at the first frame
+        self._quit_at: int | None = None  # lags recorded before the quit
         self._started_s = 0.0  # perf_counter() as `run` started
         self._lock = threading.Lock()  # the sampler's and the loop's use of the two below
         self._asleep_since = 0.0  # perf_counter() as the loop went to sleep (0: awake)
         self._samples: list[tuple[str, ...]] = []  # stacks taken during this sleep
-        self._stalls: list[tuple[float, Stall]] = []  # (perf_counter() as it began, stall)
+        self._stalls: list[tuple[int, float, Stall]] = []  # (index of its lag, began at, stall)
 
     async def run(self) -> None:
         """Sleep-and-measure forever (until cancelled)."""
@@ -187,7 +197,8 @@ class StallMonitor:
             self._asleep_since = 0.0
         if lag_ms > STALL_MS:
             began_s = asleep_since + self.interval_s
-            self._stalls.append((began_s, Stall(0.0, round(lag_ms, 3), tuple(samples))))
+            stall = Stall(0.0, round(lag_ms, 3), tuple(samples))
+            self._stalls.append((len(self._lags_ms) - 1, began_s, stall))
 
     def _sample(self, loop_thread: int, done: threading.Event) -> None:
         """Take the loop's stack once it is STALL_MS late, and again at each further STALL_MS
@@ -210,19 +221,29 @@ class StallMonitor:
             self._first_frame_at = len(self._lags_ms)
             self._first_frame_s = time.perf_counter()
 
+    def quitting(self) -> None:
+        """Mark the quit the user confirmed: lags from now on are the exit (see the module
+        docstring). Only the first call counts."""
+        if self._quit_at is None:
+            self._quit_at = len(self._lags_ms)
+
     def summary(self) -> StallSummary:
-        """Statistics of the lags recorded since the first frame (every lag when none was
-        marked), with the largest before it, and the longest stalls since it."""
+        """Statistics of the lags recorded from the first frame to the quit (from the start,
+        to the end, when either was not marked), the largest lag before and after them apart,
+        and the longest stalls among them."""
+        lags_ms = self._lags_ms
         cut = self._first_frame_at or 0
-        before = max(self._lags_ms[:cut], default=0.0)
-        lags = np.array(self._lags_ms[cut:])
+        end = self._quit_at if self._quit_at is not None else len(lags_ms)
+        before = max(lags_ms[:cut], default=0.0)
+        after = max(lags_ms[end:], default=0.0)
         since = self._first_frame_s if self._first_frame_s is not None else self._started_s
         stalls = tuple(
             replace(stall, at_s=round(began - since, 3))
-            for began, stall in self._stalls
-            if began >= since
+            for index, began, stall in self._stalls
+            if cut <= index < end
         )
-        return summarize(lags, self.interval_s * 1000.0, before, stalls)
+        lags = np.array(lags_ms[cut:end])
+        return summarize(lags, self.interval_s * 1000.0, before, stalls, after)
 
     def write_report(self, path: Path) -> None:
         """Write `summary()` as JSON to `path`, atomically (temp file, fsync, rename); on failure
