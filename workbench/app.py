@@ -55,6 +55,7 @@ from .widgets.step_list import StepRow
 
 REVEAL_WITHIN_S = 1.0  # a first visit's screen shows after this even if not mounted yet
 EXIT_GRACE_S = 3.0  # after a hangup, leave this long for a clean exit, then exit regardless
+WEDGED_EXIT_S = 10.0  # a SIGHUP or SIGTERM the UI loop has not taken up by then: exit anyway
 DRAFT_DELAY_S = 0.3  # autosave once typing pauses this long (a hangup or quit saves at once)
 DRAFT_EXIT_WAIT_S = 30.0  # at exit, how long a background draft write may still take
 USER_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
@@ -142,6 +143,8 @@ class WorkbenchApp(App[int]):
         self._startup_warnings: list[str] = []
         self._overwrite_armed: str | None = None  # SHA-256 of the changed file ctrl+s may replace
         self._exit_deadline: threading.Timer | None = None
+        self._wedged_deadline: threading.Timer | None = None  # see `_on_signal`
+        self._previous_handlers: dict[int, Any] = {}
         self._draft_timer: Timer | None = None
         self._drafts = drafts.DraftWriter(self._draft_written_in_thread)
         self._drafts.start()  # before the app runs: see DraftWriter (the lock, sys.stderr)
@@ -325,15 +328,29 @@ class WorkbenchApp(App[int]):
             return
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGHUP, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(signum, self._on_terminate, signum)
+            with contextlib.suppress(ValueError, OSError):
+                previous = signal.signal(signum, partial(self._on_signal, loop))
+                self._previous_handlers[signum] = previous
 
     def _remove_signal_handlers(self) -> None:
-        with contextlib.suppress(RuntimeError):
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGHUP, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.remove_signal_handler(signum)
+        for signum, previous in self._previous_handlers.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, previous)
+        self._previous_handlers.clear()
+
+    def _on_signal(self, loop: asyncio.AbstractEventLoop, signum: int, _frame: Any) -> None:
+        """SIGHUP or SIGTERM, as Python runs a signal handler: on the main thread, between two
+        of its bytecodes, so also while the UI loop is stuck in a handler that never returns
+        (asyncio's `add_signal_handler` only queues the signal for the loop, which then never
+        takes it up: such an app outlived its terminal, spinning on a core for as long as
+        nobody killed it). The loop is asked to save the draft and exit (`_on_terminate`);
+        if it has not begun to within WEDGED_EXIT_S, the process exits regardless."""
+        if self._wedged_deadline is None:
+            self._wedged_deadline = threading.Timer(WEDGED_EXIT_S, os._exit, args=(128 + signum,))
+            self._wedged_deadline.daemon = True
+            self._wedged_deadline.start()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the app is exiting
+            loop.call_soon_threadsafe(self._on_terminate, signum)
 
     def _check_hangup(self) -> None:
         """Treat a hung-up terminal as SIGHUP (see `workbench.core.hangup`: no signal may come)."""
@@ -343,6 +360,8 @@ class WorkbenchApp(App[int]):
 
     def _on_terminate(self, signum: int) -> None:
         """SIGHUP (the terminal or SSH link is gone) or SIGTERM: save the draft, then exit."""
+        if self._wedged_deadline is not None:
+            self._wedged_deadline.cancel()  # the loop answers: the grace below takes over
         self.save_draft_now()
         if not self.is_headless and self._exit_deadline is None:
             # A dead terminal can stall the driver's restore writes: exit regardless after a
@@ -353,12 +372,13 @@ class WorkbenchApp(App[int]):
         self.exit(return_code=128 + signum)
 
     def run(self, *args: Any, **kwargs: Any) -> int | None:
-        """Run the app (see `App.run`); a pending hangup deadline is cancelled on return."""
+        """Run the app (see `App.run`); pending hangup deadlines are cancelled on return."""
         try:
             return super().run(*args, **kwargs)
         finally:
-            if self._exit_deadline is not None:
-                self._exit_deadline.cancel()
+            for deadline in (self._exit_deadline, self._wedged_deadline):
+                if deadline is not None:
+                    deadline.cancel()
 
     # --- drafts ----------------------------------------------------------------------------
 

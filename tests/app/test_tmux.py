@@ -202,3 +202,53 @@ def test_a_hangup_no_signal_reports_still_saves_the_draft_and_exits(
         for left in pids:  # a failed run must not leave the app spinning
             if alive(left):
                 os.kill(left, 9)
+
+
+WEDGED_APP = """
+import sys, time
+from pathlib import Path
+from textual.binding import Binding
+from packets.load import load_packet
+from workbench.app import WorkbenchApp, WorkbenchOptions
+from workbench.core.session import open_working
+
+class Wedged(WorkbenchApp):
+    BINDINGS = [Binding("f12", "wedge", "Wedge", id="wedge", priority=True)]
+
+    def action_wedge(self) -> None:
+        self.screen.tell("wedged")  # drawn, and then the loop never runs again
+        self.call_after_refresh(self.spin)
+
+    def spin(self) -> None:
+        while True:  # a handler that never returns (a bug): the UI loop is stuck in it
+            time.sleep(0.001)
+
+path = Path(sys.argv[1])
+Wedged(open_working(load_packet(path), path)).run()
+"""
+
+
+def test_a_hangup_ends_an_app_whose_ui_loop_is_stuck(tmux: Tmux, tmp_path: Path) -> None:
+    """A UI loop stuck in a handler never takes up a signal queued for it, and such an app
+    outlived its terminal, spinning. The signal is answered on the main thread itself: with
+    the loop stuck, the process exits within WEDGED_EXIT_S."""
+    from workbench.app import WEDGED_EXIT_S
+
+    packet = tmp_path / "packet.yaml"
+    packet.write_bytes(example_bytes(DEFAULT_EXAMPLE))
+    pid = tmux.start([sys.executable, "-c", WEDGED_APP, str(packet)])
+    try:
+        tmux.wait_for("1 · Packet")
+        tmux.keys("F12")
+        tmux.wait_for("wedged")
+        time.sleep(0.5)  # the loop is in `spin` now
+        hung_up = time.monotonic()
+        tmux.kill_session()  # SIGHUP, as a dropped SSH link sends it
+        deadline = hung_up + WEDGED_EXIT_S + 5.0
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(pid), "the app outlived its terminal"
+        assert time.monotonic() - hung_up >= WEDGED_EXIT_S - 1.0  # the loop had its chance
+    finally:
+        if alive(pid):
+            os.kill(pid, 9)
