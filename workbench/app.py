@@ -64,7 +64,7 @@ WARM_UP_AFTER_S = 0.3  # after the first frame: loading numba then would delay t
 
 ANIMATIONS_VARIABLE = "TEXTUAL_ANIMATIONS"
 """Textual's setting for animations ("none", "basic", "full"). The workbench runs without them
-unless it is set: a field scrolled into view by Tab glided there in 3-5 frames, each a
+unless it is set: a field scrolled into view by Tab glided there in 3-10 frames, each a
 repaint of the form (Tab on the Packet step at 80x24: p90 120-140 ms of the UI thread's CPU
 on a slow host, 56-71 ms without), and over SSH each frame is sent whole."""
 

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +89,7 @@ class StallSummary:
     stalled_ms: float
     before_first_frame_max_ms: float = 0.0
     after_quit_max_ms: float = 0.0
-    worst: tuple[Stall, ...] = field(default=())
+    worst: tuple[Stall, ...] = ()
 
 
 def summarize(
@@ -166,7 +166,8 @@ class StallMonitor:
         self._lock = threading.Lock()  # the sampler's and the loop's use of the two below
         self._asleep_since = 0.0  # perf_counter() as the loop went to sleep (0: awake)
         self._samples: list[tuple[str, ...]] = []  # stacks taken during this sleep
-        self._stalls: list[tuple[int, float, Stall]] = []  # (index of its lag, began at, stall)
+        # (index of its lag, perf_counter() as it began, lag ms, stacks) per stall
+        self._stalls: list[tuple[int, float, float, tuple[tuple[str, ...], ...]]] = []
 
     async def run(self) -> None:
         """Sleep-and-measure forever (until cancelled)."""
@@ -197,8 +198,7 @@ class StallMonitor:
             self._asleep_since = 0.0
         if lag_ms > STALL_MS:
             began_s = asleep_since + self.interval_s
-            stall = Stall(0.0, round(lag_ms, 3), tuple(samples))
-            self._stalls.append((len(self._lags_ms) - 1, began_s, stall))
+            self._stalls.append((len(self._lags_ms) - 1, began_s, lag_ms, tuple(samples)))
 
     def _sample(self, loop_thread: int, done: threading.Event) -> None:
         """Take the loop's stack once it is STALL_MS late, and again at each further STALL_MS
@@ -238,8 +238,8 @@ class StallMonitor:
         after = max(lags_ms[end:], default=0.0)
         since = self._first_frame_s if self._first_frame_s is not None else self._started_s
         stalls = tuple(
-            replace(stall, at_s=round(began - since, 3))
-            for index, began, stall in self._stalls
+            Stall(round(began - since, 3), round(lag_ms, 3), where)
+            for index, began, lag_ms, where in self._stalls
             if cut <= index < end
         )
         lags = np.array(lags_ms[cut:end])

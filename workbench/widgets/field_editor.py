@@ -234,17 +234,11 @@ class FieldEditor(Widget):
         self.read(event.value, commit=True)
 
     def on_descendant_focus(self) -> None:
-        self.refresh()  # the label shows focus (a repaint: no class, so no restyle, see below)
-
-    @property
-    def focused(self) -> bool:
-        """True while the value is being edited (its Input has focus). Read where it is drawn,
-        not kept as a CSS class: a class change restyles the editor, its Input and their
-        component classes against the whole stylesheet, twice per Tab (the field left, the
-        field entered): 11 of the 52 ms a Tab took on the Packet form at 80x24 (UI-thread CPU,
-        median, on a slow host)."""
-        editor = self._composed_input()
-        return editor is not None and editor.has_focus
+        # The label shows focus (`render` asks `has_focus_within`): a repaint. A CSS class for
+        # it restyled the editor, its Input and their component classes against the whole
+        # stylesheet, twice per Tab (the field left, the field entered): 11 of the 52 ms a Tab
+        # took on the Packet form at 80x24 (UI-thread CPU, median, on a slow host).
+        self.refresh()
 
     def on_descendant_blur(self) -> None:
         self.refresh()
@@ -347,7 +341,7 @@ class FieldEditor(Widget):
         """Label, unit and message around the Input (which is drawn over the middle)."""
         label_width, unit_width = self._columns()
         label, unit = self._label_lines(), self._unit_lines()
-        label_style = self.FOCUSED_LABEL_STYLE if self.focused else ""
+        label_style = self.FOCUSED_LABEL_STYLE if self.has_focus_within else ""
         gap = Content(" " * max(self.size.width - label_width - unit_width, 0))
         unit_style = (
             Style.from_rich_style(self.get_component_rich_style("field--unit")) if unit else None
