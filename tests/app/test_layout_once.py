@@ -1,19 +1,21 @@
 """A screen is not laid out again for what its last layout answered (LayoutOnceScreen): a
-step's first visit laid its whole screen out twice in a row. What is on screen is what a full
-layout pass gives, and a scrollbar that shows or hides still gets its layout."""
+step's first visit laid its whole screen out twice in a row. Nor does one layout arrange the
+widgets twice (a full layout after a scroll did). What is on screen is what a full layout
+pass gives, and a scrollbar that shows or hides still gets its layout."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import OptionList, Static
 
-from workbench.screens.layout import LayoutOnceScreen
+from workbench.screens.layout import FullMapCompositor, LayoutOnceScreen
 from workbench.widgets.step_list import StepList, StepRow
 
 from .conftest import count_layouts, settle
@@ -113,6 +115,49 @@ async def test_the_terminal_size_laid_out_already_lays_nothing_out() -> None:
 
     assert (await layouts_for(Screen, same_size))[0] >= 1
     assert (await layouts_for(LayoutOnceScreen, same_size))[0] == 0
+
+
+async def arrangements_for_lines_grown(base: type[Screen]) -> tuple[list[int], str]:
+    """How many times the screen's widgets were arranged for each of three lines that grew a
+    row, one at a time, the lines below the view first (an update to a widget off screen marks
+    the compositor's map of every widget out of date), and the screen after them."""
+    rows = 3 * SIZE[1]
+    app = Showing(lines_screen(base, rows))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        arranged = [0]
+        arrange = screen._compositor._arrange_root
+
+        def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+            arranged[0] += 1
+            return arrange(*args, **kwargs)
+
+        screen._compositor._arrange_root = counted  # type: ignore[method-assign]
+        counts = []
+        for row in (rows - 1, rows - 2, 0):
+            arranged[0] = 0
+            screen.query_one(f"#line-{row}", Static).update(f"line {row}\nits second row")
+            await settle(app, pilot)
+            counts.append(arranged[0])
+        return counts, app.export_screenshot(title="shot")
+
+
+async def test_a_full_layout_arranges_the_screen_once() -> None:
+    """The compositor's map of every widget, built by a full layout, is the one the layout's
+    own geometry queries and the repaints after it use: Textual arranged the whole screen
+    again for the first widget the layout sized, and again to repaint the lines below the
+    view, as if they were new (FullMapCompositor)."""
+    textual_counts, textual_shot = await arrangements_for_lines_grown(Screen)
+    counts, shot = await arrangements_for_lines_grown(LayoutOnceScreen)
+    assert counts == [1, 1, 1]
+    assert all(count > 1 for count in textual_counts)  # Textual 8.2.8 arranged it again
+    assert shot == textual_shot
+
+
+def test_the_screen_keeps_a_compositor_of_its_own_kind() -> None:
+    assert issubclass(FullMapCompositor, Compositor)
+    assert isinstance(LayoutOnceScreen()._compositor, FullMapCompositor)
 
 
 STEPS = [StepRow(f"s{i}", i, f"Step {i}", False) for i in range(1, 9)]

@@ -11,20 +11,61 @@ frame on a slow host, just when the next key may come):
 A layout that a scrollbar showing or hiding asks for is kept: the widget's content area (or
 its scrollbar's place) changed. Nor is the screen laid out again when the terminal reports the
 size it was just laid out at (`_screen_resized`).
+
+Nor does one layout arrange the screen twice (`FullMapCompositor`): Textual's compositor builds
+the map of every widget in a full layout yet keeps the flag saying that map is out of date (set
+by a scroll, or by an update to a widget off screen), and the first widget the same layout
+sizes asks for its region, which arranges the whole screen again.
 """
 
 from __future__ import annotations
 
 from textual import messages
+from textual._compositor import Compositor, ReflowResult
 from textual._time import get_time
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 
 
+class FullMapCompositor(Compositor):
+    """A Compositor that arranges the whole screen only when its map of every widget is out
+    of date: after a scroll, or when a widget it has not placed is to be drawn.
+
+    Textual 8.2.8's compositor marks that map out of date (`_full_map_invalidated`) more often
+    than it is, and the next geometry query arranges every widget again:
+    - `reflow`, a full layout, builds the map yet leaves the mark as it was, so the first
+      widget the same layout sizes (through `Widget.size`, for each resized scrollable widget:
+      every Input of a form is one) arranged the screen a second time, for the same map;
+    - `update_widgets`, a repaint, marks it for any widget drawn that is not on screen, as if
+      it were new, so the repaint arranged the screen again to draw the ones that are.
+    The Packet form's return from another step arranged the screen 8 times in 4 layouts (131
+    of 225 ms of its UI-thread time, profiled): `show_packet` updates every editor, most of
+    them below the fold. A widget that changes size or place asks for a layout, which
+    rebuilds the map; a repaint moves nothing."""
+
+    def reflow(self, parent: Widget, size: Size) -> ReflowResult:
+        result = super().reflow(parent, size)
+        self._full_map_invalidated = False  # `_full_map` is what `full_map` would build now
+        return result
+
+    def update_widgets(self, widgets: set[Widget]) -> None:
+        placed = not self._full_map_invalidated and widgets <= self._full_map.keys()
+        super().update_widgets(widgets)
+        if placed:  # every widget drawn has its place in the map already
+            self._full_map_invalidated = False
+
+
 class LayoutOnceScreen(Screen):
-    """A Screen whose full layout answers every request made before it began or by it, and
-    that a terminal size it is laid out at already does not lay out again."""
+    """A Screen whose full layout answers every request made before it began or by it,
+    arranges its widgets once (`FullMapCompositor`), and that a terminal size it is laid out
+    at already does not lay out again."""
+
+    def __init__(
+        self, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._compositor = FullMapCompositor()
 
     _laid_out_from = float("-inf")
     """When the last full layout began (Textual's message clock, `textual._time`)."""
