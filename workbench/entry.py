@@ -31,7 +31,7 @@ def start_without_gc() -> None:
 
 
 PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
-"""pydantic's module that finds plugins (pydantic 2.10-2.14: `get_plugins`), imported at the
+"""pydantic's module that finds plugins (`get_plugins`, as of pydantic 2.14), imported at the
 first model class; at its top it imports `importlib.metadata` (and with it email, zipfile,
 csv...) for the entry point scan that `PYDANTIC_DISABLE_PLUGINS` then skips."""
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import OptionList, Static
 
-from workbench.screens.layout import FullMapCompositor, LayoutOnceScreen
+from workbench.screens.layout import LayoutOnceScreen
 from workbench.widgets.step_list import StepList, StepRow
 
 from .conftest import count_layouts, settle
@@ -153,11 +152,6 @@ async def test_a_full_layout_arranges_the_screen_once() -> None:
     assert counts == [1, 1, 1]
     assert all(count > 1 for count in textual_counts)  # Textual 8.2.8 arranged it again
     assert shot == textual_shot
-
-
-def test_the_screen_keeps_a_compositor_of_its_own_kind() -> None:
-    assert issubclass(FullMapCompositor, Compositor)
-    assert isinstance(LayoutOnceScreen()._compositor, FullMapCompositor)
 
 
 STEPS = [StepRow(f"s{i}", i, f"Step {i}", False) for i in range(1, 9)]

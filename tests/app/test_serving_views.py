@@ -180,11 +180,7 @@ async def test_a_burst_of_edits_runs_its_first_key_at_once_and_then_only_its_las
         # The model loaded first: a run started before it waits for the warm-up (still a
         # running worker), and the next key cancelled that wait before the run began (seen
         # once in a full suite run: no run for 63 at all).
-        for _ in range(6000):
-            if app.model_loaded.is_set():
-                break
-            await asyncio.sleep(0.01)
-        assert app.model_loaded.is_set(), "the model never loaded"
+        assert await asyncio.to_thread(app.model_loaded.wait, 60.0), "the model never loaded"
         app._driver.send_message(events.Key("down", None))  # 64 -> 63
         while not any(
             w.group == "compute-tune-tune-serving" and w.state == WorkerState.RUNNING
