@@ -14,8 +14,7 @@ from pathlib import Path
 
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
-from model.compiler.plan import resolve_tiles
-from model.compiler.tiles import attention_candidates, gemm_candidates
+from model.compiler.tiles import attention_tile_rows, gemm_tile_rows, resolve_tiles
 from model.runtime.inputs import ServiceSpec
 
 from .candidates import apply_candidate
@@ -42,9 +41,9 @@ def config_model_problems(
         return found
     head_dim = packet.inputs.workload.block.head_dim
     try:  # the autotuner needs at least one tile that fits a unit's SRAM
-        gemm_candidates(hw, hw.dtype_bytes(dtype))
+        gemm_tile_rows(hw, hw.dtype_bytes(dtype))
         if head_dim is not None:
-            attention_candidates(hw, head_dim, hw.dtype_bytes(dtype))
+            attention_tile_rows(hw, head_dim, hw.dtype_bytes(dtype))
     except ValueError as exc:
         path = (
             ("inputs", "hardware", "sram_kib_per_unit")

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator
 
 from model.compiler.hardware import HardwareEnvelope
+from model.runtime.serving_rules import SERVING_PLACEMENTS, default_kv_cache_tokens
 
 from .candidates import apply_candidate
 from .schema import Config, Packet
@@ -81,8 +82,6 @@ def _config(packet: Packet, config: Config, path: Path_) -> Found:
     for name in ("max_num_seqs", "max_num_batched_tokens"):
         if getattr(policy, name) is None:
             yield (*bp, name), "required for scheduler continuous", "error"
-    from model.runtime.serving import SERVING_PLACEMENTS  # numba: only serving packets pay
-
     if config.placement not in SERVING_PLACEMENTS:
         yield (
             (*path, "placement"),
@@ -169,8 +168,6 @@ def serving_model_problems(
         return []  # the same default as the baseline's: reported there once
     path = (*where, "batch_policy")  # kv_cache_tokens is absent: locate at its section
     try:
-        from model.runtime.serving_table import default_kv_cache_tokens  # see _config
-
         kv = default_kv_cache_tokens(block, hw.hbm_gib)
     except ValueError as exc:
         return [(path, str(exc).removeprefix("batch_policy."))]

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from model.compiler.blocks import OPS
-from model.compiler.tiles import attention_candidates, gemm_candidates
+from model.compiler.tiles import attention_tile_rows, gemm_tile_rows
 from packets.checks import config_problems
 from packets.model_checks import config_model_problems
 from packets.schema import FUSION_PRESETS, PLACEMENTS, Alternative, Config, Packet, TailFigures
@@ -158,9 +158,8 @@ def search_space(loaded: LoadedPacket) -> Space:
     block, hw = baseline.block, baseline.hardware
     size = block.bytes_per_element
     known = [c for _, c in _configs(loaded)]
-    gemm = sorted({(int(m), int(n), int(k)) for m, n, k, split in gemm_candidates(hw, size)
-                   if split == 1})  # fmt: skip
-    attention = sorted({(int(q), int(kv)) for q, kv, _ in attention_candidates(hw, block.head_dim, size)})  # fmt: skip
+    gemm = sorted({(m, n, k) for m, n, k, split in gemm_tile_rows(hw, size) if split == 1})
+    attention = sorted({(q, kv) for q, kv, _ in attention_tile_rows(hw, block.head_dim, size)})
     tiles = []
     for op in block.op_names:
         kind = OPS[op].kind
@@ -175,7 +174,7 @@ def search_space(loaded: LoadedPacket) -> Space:
                    | set(loaded.packet.baseline.compiled_shapes.seq_len))  # fmt: skip
     compiled = [_shapes_label(c.compiled_shapes.seq_len) for c in known]
     if _serving(loaded):
-        from model.runtime.serving import SERVING_PLACEMENTS
+        from model.runtime.serving_rules import SERVING_PLACEMENTS
 
         policy = [c.batch_policy for c in known]
         return Space(

@@ -27,12 +27,9 @@ from model.runtime.serving import (
     ServingSLA,
     simulate_serving,
 )
+from model.runtime.serving_rules import default_kv_cache_tokens
 from model.runtime.serving_summary import serving_summary
-from model.runtime.serving_table import (
-    IterationCosts,
-    build_iteration_table,
-    default_kv_cache_tokens,
-)
+from model.runtime.serving_table import IterationCosts, build_iteration_table
 from packets.model_specs import fusion_spec, tile_spec
 from packets.schema import Config, DistributionService, Packet
 

@@ -14,7 +14,18 @@ import numpy as np
 
 from model.compiler.hardware import HardwareEnvelope
 from model.compiler.kernels import PhaseCost, attention_phase, gemm_phase
-from model.compiler.tiles import attention_candidates, gemm_candidates
+from model.compiler.tiles import attention_tile_rows, gemm_tile_rows
+
+
+def gemm_candidates(hw: HardwareEnvelope, dtype_bytes: int) -> np.ndarray:
+    """(C, 4) float array of [m, n, k, split]: the GEMM tiles searched (`tiles.gemm_tile_rows`)."""
+    return np.asarray(gemm_tile_rows(hw, dtype_bytes), dtype=np.float64)
+
+
+def attention_candidates(hw: HardwareEnvelope, head_dim: int, dtype_bytes: int) -> np.ndarray:
+    """(C, 3) float array of [q, kv, split]: the attention tiles searched
+    (`tiles.attention_tile_rows`)."""
+    return np.asarray(attention_tile_rows(hw, head_dim, dtype_bytes), dtype=np.float64)
 
 
 def best_gemm(

@@ -5,15 +5,15 @@ Its ops form a chain over named activation tensors (`TENSOR_WIDTHS`), each op re
 produced earlier (or the block input) and writing one or more; that dataflow is what lets a
 fusion plan keep an intermediate on chip. Sizes are functions of the batch size b (requests)
 and the runtime shape s (`seq_len`: prompt tokens for prefill, KV-cache length for decode):
-tokens per batch m = b * s (prefill) or b (decode). All functions take numpy arrays b, s of one
-shape and return arrays of that shape; bytes are bytes, FLOPs are floating-point operations.
+tokens per batch m = b * s (prefill) or b (decode). This module is the graph and its scalar
+sizes (GEMM dims, weight bytes) and never imports numpy: a packet check validates a block with it
+and nothing more (`workbench open` checks the packet before its first frame). The per-batch sizes
+as arrays (tokens, FLOPs, tensor and KV bytes) are in `op_sizes.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 from model.compiler.hardware import DTYPE_BYTES
 
@@ -95,11 +95,6 @@ class BlockSpec:
     def bytes_per_element(self) -> int:
         """Bytes per activation/weight element."""
         return DTYPE_BYTES[self.dtype]
-
-    def tokens(self, b: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """Rows m of every GEMM for batch size b at runtime shape s (float array)."""
-        b = np.asarray(b, dtype=np.float64)
-        return b * np.asarray(s, dtype=np.float64) if self.phase == "prefill" else b + 0.0 * s
 
     def tensor_width(self, tensor: str) -> int:
         """Elements per token of an activation tensor."""
@@ -189,32 +184,9 @@ def gemm_dims(block: BlockSpec, op: str) -> tuple[int, int]:
     return dims[op]
 
 
-def attention_dims(block: BlockSpec, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(q_len, kv_len) per request at runtime shape s: causal prompt, or 1 token over the cache."""
-    s = np.asarray(s, dtype=np.float64)
-    if block.phase == "prefill":
-        return s, s
-    return np.ones_like(s), s
-
-
 def elementwise_flops(kind: str) -> float:
     """FLOPs per output element of an elementwise kernel kind (estimate; they are memory-bound)."""
     return _ELEMENTWISE_FLOPS[kind]
-
-
-def op_flops(block: BlockSpec, op: str, b: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Useful FLOPs of one op for a batch (no padding), per layer."""
-    spec = OPS[op]
-    m = block.tokens(b, s)
-    if spec.kind == "gemm":
-        n, k = gemm_dims(block, op)
-        return 2.0 * m * n * k
-    if spec.kind == "attention":
-        q, kv = attention_dims(block, s)
-        causal = 0.5 if block.phase == "prefill" else 1.0
-        return 4.0 * np.asarray(b, np.float64) * block.heads * q * kv * block.head_dim * causal
-    width = block.tensor_width(spec.writes[0])
-    return m * width * elementwise_flops(spec.elementwise)
 
 
 def weight_bytes(block: BlockSpec, op: str) -> float:
@@ -226,18 +198,3 @@ def weight_bytes(block: BlockSpec, op: str) -> float:
     if spec.elementwise == "rmsnorm":
         return float(block.hidden * block.bytes_per_element)
     return 0.0
-
-
-def kv_read_bytes(block: BlockSpec, b: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """KV-cache bytes the attention op reads for a batch, per layer.
-
-    Prefill reads the prompt's keys and values (just written by qkv_proj/rope); decode reads the
-    whole cache of s tokens, the new one included. The writes are counted at their producers.
-    """
-    per_token = 2.0 * block.kv_heads * block.head_dim * block.bytes_per_element
-    return np.asarray(b, dtype=np.float64) * np.asarray(s, dtype=np.float64) * per_token
-
-
-def tensor_bytes(block: BlockSpec, tensor: str, b: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Bytes of one activation tensor for a batch."""
-    return block.tokens(b, s) * block.tensor_width(tensor) * block.bytes_per_element

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.compiler.blocks import OPS, BlockSpec, attention_dims, gemm_dims
+from model.compiler.blocks import OPS, BlockSpec, gemm_dims
+from model.compiler.op_sizes import attention_dims, tokens
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,12 @@ def producer_grid(
     """
     tile_rows = np.asarray(tile_rows, dtype=np.float64)
     if OPS[producer].kind == "gemm":
-        tokens = block.tokens(b, s)
+        rows = tokens(block, b, s)
         n, _ = gemm_dims(block, producer)
         tm, tn = tile_rows[:, 0], tile_rows[:, 1]
         return ProducerGrid(
-            row_blocks=np.ceil(tokens / tm),
-            rows=np.minimum(tm, tokens),
+            row_blocks=np.ceil(rows / tm),
+            rows=np.minimum(tm, rows),
             chunk=tn * width_ratio,
             chunks=np.ceil(n / tn),
         )

@@ -24,11 +24,8 @@ from model.compiler.blocks import (
     CACHE_TENSORS,
     OPS,
     BlockSpec,
-    attention_dims,
     block_outputs,
     gemm_dims,
-    op_flops,
-    tensor_bytes,
     weight_bytes,
 )
 from model.compiler.fused import producer_grid, tiled_producer
@@ -41,12 +38,11 @@ from model.compiler.kernels import (
     fused_gemm_phase,
     gemm_phase,
 )
+from model.compiler.op_sizes import attention_dims, op_flops, tensor_bytes, tokens
 from model.compiler.tiles import (
     AttentionTile,
     GemmTile,
     Tile,
-    check_attention_tile,
-    check_gemm_tile,
     default_attention_tile,
     default_gemm_tile,
 )
@@ -117,42 +113,6 @@ class KernelCost:
         return self.consumed_bytes / np.maximum(self.hbm_bytes, 1.0)
 
 
-def resolve_tiles(
-    block: BlockSpec, hw: HardwareEnvelope, tiles: Mapping[str, Tile | Mapping] | None
-) -> dict[str, Tile]:
-    """Validate a tile plan (op -> GemmTile/AttentionTile or a {m,n,k}/{q,kv} mapping).
-
-    Raises a one-line ValueError naming the op for an unknown op, an op that is not a GEMM or
-    attention, a wrong tile kind, or a tile invalid on `hw` (granule, SRAM).
-    """
-    out: dict[str, Tile] = {}
-    b = block.bytes_per_element
-    for op, tile in (tiles or {}).items():
-        if op not in block.op_names:
-            raise ValueError(f"tiles.{op}: not an op of a {block.kind} block")
-        kind = OPS[op].kind
-        if isinstance(tile, Mapping):
-            keys = set(tile)
-            try:
-                if kind == "gemm" and keys <= {"m", "n", "k", "split"}:
-                    tile = GemmTile(**tile)
-                elif kind == "attention" and keys <= {"q", "kv", "split"}:
-                    tile = AttentionTile(**tile)
-            except TypeError as err:
-                raise ValueError(f"tiles.{op}: {err}") from None
-        if kind == "gemm" and isinstance(tile, GemmTile):
-            check_gemm_tile(op, tile, hw, b)
-        elif kind == "attention" and isinstance(tile, AttentionTile):
-            check_attention_tile(op, tile, hw, block.head_dim, b)
-        else:
-            want = {"gemm": "{m, n, k}", "attention": "{q, kv}"}.get(kind)
-            if want is None:
-                raise ValueError(f"tiles.{op}: {op} is elementwise and takes no tile")
-            raise ValueError(f"tiles.{op}: a {kind} op takes a {want} tile, got {tile!r}")
-        out[op] = tile
-    return out
-
-
 def _fixed_tile(
     block: BlockSpec, hw: HardwareEnvelope, op: str, tile: Tile | None, untuned: bool
 ) -> np.ndarray | None:
@@ -205,8 +165,8 @@ def _gemm(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
     if producer is not None:  # A is spread over another tiled op's tiles: split-K inside them
         grid = producer_grid(block, producer[0], ctx.chosen[producer[0]], producer[1],
                              ctx.b, ctx.s)  # fmt: skip
-        tokens = block.tokens(ctx.b, ctx.s)
-        cost = fused_gemm_phase(hw, block.dtype, tokens, n, k, grid.row_blocks, grid.rows,
+        m = tokens(block, ctx.b, ctx.s)
+        cost = fused_gemm_phase(hw, block.dtype, m, n, k, grid.row_blocks, grid.rows,
                                 grid.chunk, grid.chunks, out_fraction=out_fraction)  # fmt: skip
         padded = np.ceil(grid.rows / hw.tile_granule) * hw.tile_granule
         rows = np.stack([padded, np.full_like(padded, n), grid.chunk, grid.chunks], axis=1)
@@ -218,11 +178,11 @@ def _gemm(ctx: _Context, op: str) -> tuple[PhaseCost, np.ndarray]:
     }
     if op in ctx.fixed_rows:  # compiled tiles, one per point
         rows = ctx.fixed_rows[op]
-        m = block.tokens(ctx.b, ctx.s)
+        m = tokens(block, ctx.b, ctx.s)
         cost = gemm_phase(hw, block.dtype, m, n, k, rows, per_point=True, **context)
         return cost.pick(np.zeros(len(m), dtype=np.int64)), rows
     # A GEMM's cost depends on m alone here: evaluate each distinct m once.
-    unique_m, inverse = np.unique(block.tokens(ctx.b, ctx.s), return_inverse=True)
+    unique_m, inverse = np.unique(tokens(block, ctx.b, ctx.s), return_inverse=True)
     fixed = _fixed_tile(block, hw, op, ctx.tiles.get(op), ctx.untuned)
     if fixed is None:
         cost, rows = best_gemm(hw, block.dtype, unique_m, n, k, **context)
@@ -287,7 +247,7 @@ def evaluate_plan(
 ) -> list[KernelCost]:
     """The kernels of plan `groups` at points (b[i], s[i]); costs per pass of the block.
 
-    tiles: validated explicit tiles (see resolve_tiles); other GEMM/attention ops are
+    tiles: validated explicit tiles (see tiles.resolve_tiles); other GEMM/attention ops are
         autotuned per point, or take the untuned default tile when `untuned`.
     dispatch_us: extra host dispatch per kernel (the generic path), us.
     compiled_tiles: op -> (P, 4) or (P, 3) tile rows per point, as an earlier evaluation chose

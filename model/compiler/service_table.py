@@ -21,8 +21,8 @@ import numpy as np
 from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
-from model.compiler.plan import KernelCost, KernelMemo, evaluate_plan, resolve_tiles
-from model.compiler.tiles import Tile
+from model.compiler.plan import KernelCost, KernelMemo, evaluate_plan
+from model.compiler.tiles import Tile, resolve_tiles
 from model.service import ServiceTable
 
 

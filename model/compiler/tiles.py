@@ -6,14 +6,17 @@ An attention tile is a block of `q` query rows against `kv`-long key/value block
 optional KV split (flash-decoding). Tiles are double-buffered: two k-steps of operands are
 staged in SRAM at once (`STAGES`). Accumulators live in registers/accumulator memory and are
 not charged to SRAM.
+
+Numpy-free (plain ints and tuples): a packet check validates tiles with this module alone, before
+`workbench open` paints its first frame. The autotuner's candidate arrays are in `autotune.py`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
+from model.compiler.blocks import OPS, BlockSpec
 from model.compiler.hardware import HardwareEnvelope
 
 STAGES = 2
@@ -65,13 +68,13 @@ def attention_staging_bytes(tq, tkv, head_dim: int, dtype_bytes: int):
     return (tq + STAGES * 2 * tkv) * head_dim * dtype_bytes
 
 
-def gemm_candidates(hw: HardwareEnvelope, dtype_bytes: int) -> np.ndarray:
-    """(C, 4) float array of [m, n, k, split] GEMM tiles that fit SRAM, for the autotuner.
+def gemm_tile_rows(hw: HardwareEnvelope, dtype_bytes: int) -> tuple[tuple[int, int, int, int], ...]:
+    """(m, n, k, split) of each GEMM tile the autotuner searches: those that fit SRAM.
 
     m ranges over granule x {1, 2, 4, 8, 16} up to 256 (or one granule when that is larger),
     n over the same from two granules, k is four granules, split over SPLITS. Split-K is a
     device for small output tiles (few tiles to spread), so only tiles up to 4 x 8 granules
-    are offered split.
+    are offered split. ValueError when none fits.
     """
     g = hw.tile_granule
     sizes = sorted({g * f for f in (1, 2, 4, 8, 16) if g * f <= max(256, g)})
@@ -89,11 +92,14 @@ def gemm_candidates(hw: HardwareEnvelope, dtype_bytes: int) -> np.ndarray:
             f"hardware {hw.name!r}: no GEMM tile of granule {g} fits "
             f"{hw.sram_kib_per_unit:g} KiB of SRAM per unit"
         )
-    return np.asarray(rows, dtype=np.float64)
+    return tuple(rows)
 
 
-def attention_candidates(hw: HardwareEnvelope, head_dim: int, dtype_bytes: int) -> np.ndarray:
-    """(C, 3) float array of [q, kv, split] attention tiles that fit SRAM, for the autotuner."""
+def attention_tile_rows(
+    hw: HardwareEnvelope, head_dim: int, dtype_bytes: int
+) -> tuple[tuple[int, int, int], ...]:
+    """(q, kv, split) of each attention tile the autotuner searches: those that fit SRAM.
+    ValueError when none fits."""
     g = hw.tile_granule
     qs = sorted({max(g, 64), max(g, 128)})
     kvs = sorted({max(g, 32), max(g, 64), max(g, 128)})
@@ -108,7 +114,7 @@ def attention_candidates(hw: HardwareEnvelope, head_dim: int, dtype_bytes: int) 
         raise ValueError(
             f"hardware {hw.name!r}: no attention tile fits {hw.sram_kib_per_unit:g} KiB of SRAM"
         )
-    return np.asarray(rows, dtype=np.float64)
+    return tuple(rows)
 
 
 def default_gemm_tile(hw: HardwareEnvelope, dtype_bytes: int) -> GemmTile:
@@ -170,3 +176,39 @@ def check_attention_tile(
             f"tiles.{op}: {tile.label()} holds {need / 1024:g} KiB per unit, over {hw.name}'s "
             f"{hw.sram_kib_per_unit:g} KiB of SRAM"
         )
+
+
+def resolve_tiles(
+    block: BlockSpec, hw: HardwareEnvelope, tiles: Mapping[str, Tile | Mapping] | None
+) -> dict[str, Tile]:
+    """Validate a tile plan (op -> GemmTile/AttentionTile or a {m,n,k}/{q,kv} mapping).
+
+    Raises a one-line ValueError naming the op for an unknown op, an op that is not a GEMM or
+    attention, a wrong tile kind, or a tile invalid on `hw` (granule, SRAM).
+    """
+    out: dict[str, Tile] = {}
+    b = block.bytes_per_element
+    for op, tile in (tiles or {}).items():
+        if op not in block.op_names:
+            raise ValueError(f"tiles.{op}: not an op of a {block.kind} block")
+        kind = OPS[op].kind
+        if isinstance(tile, Mapping):
+            keys = set(tile)
+            try:
+                if kind == "gemm" and keys <= {"m", "n", "k", "split"}:
+                    tile = GemmTile(**tile)
+                elif kind == "attention" and keys <= {"q", "kv", "split"}:
+                    tile = AttentionTile(**tile)
+            except TypeError as err:
+                raise ValueError(f"tiles.{op}: {err}") from None
+        if kind == "gemm" and isinstance(tile, GemmTile):
+            check_gemm_tile(op, tile, hw, b)
+        elif kind == "attention" and isinstance(tile, AttentionTile):
+            check_attention_tile(op, tile, hw, block.head_dim, b)
+        else:
+            want = {"gemm": "{m, n, k}", "attention": "{q, kv}"}.get(kind)
+            if want is None:
+                raise ValueError(f"tiles.{op}: {op} is elementwise and takes no tile")
+            raise ValueError(f"tiles.{op}: a {kind} op takes a {want} tile, got {tile!r}")
+        out[op] = tile
+    return out

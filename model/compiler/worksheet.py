@@ -56,9 +56,10 @@ import numpy as np
 from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
-from model.compiler.plan import KernelCost, evaluate_plan, resolve_tiles, tile_label
+from model.compiler.op_sizes import tokens
+from model.compiler.plan import KernelCost, evaluate_plan, tile_label
 from model.compiler.regimes import ErrorBands, shipped_bands
-from model.compiler.tiles import Tile
+from model.compiler.tiles import Tile, resolve_tiles
 
 GEMM_OPS = ("qkv_proj", "out_proj", "gate_up_proj", "down_proj")
 """Block ops that are GEMMs (blocks.gemm_dims)."""
@@ -181,7 +182,7 @@ def worksheet(
             "sram_kib_per_unit": float(hardware.sram_kib_per_unit),
         },
         "block": asdict(block),
-        "point": {"batch": batch, "seq_len": seq_len, "tokens": int(block.tokens(b, s)[0])},
+        "point": {"batch": batch, "seq_len": seq_len, "tokens": int(tokens(block, b, s)[0])},
         "fusion": [list(g) for g in groups],
         "baseline_fusion": [list(g) for g in base_groups],
         "kernels": rows,

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.compiler.blocks import CACHE_TENSORS, OPS, BlockSpec, block_outputs, tensor_bytes
+from model.compiler.blocks import CACHE_TENSORS, OPS, BlockSpec, block_outputs
 from model.compiler.fusion import fusion_groups
+from model.compiler.op_sizes import tensor_bytes
 
 KERNEL_BINARY_BYTES = 256 * 1024
 """Device code of one compiled kernel, bytes. Assumption, not measured here: tuned GEMM and

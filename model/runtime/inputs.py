@@ -3,14 +3,18 @@
 The packet loader (in `packets/`) builds these from YAML; the runtime only reads them. Every
 check raises `ValueError` with one line naming the packet field that is wrong, so the CLI can
 print it as is. Units: ms for times, requests/s for rates, GB/s (1e9 bytes/s) for bandwidth.
+Numpy is imported only to check a trace (a packet check builds a `ServiceSpec` before `workbench
+open` paints its first frame, and numpy is a fifth of that start-up).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 PLACEMENTS = ("central-queue", "round-robin", "random", "least-loaded", "shape-affinity")
 ARRIVAL_PROCESSES = ("poisson", "gamma", "trace")
@@ -62,6 +66,8 @@ class Arrivals:
             _require(_finite(self.cv) and self.cv > 0, f"{p}.cv must be > 0 (got {self.cv!r})")
         if self.process == "trace":
             _require(self.trace_ms is not None, f"{p}.trace is required when process is trace")
+            import numpy as np  # only a trace needs it (see the module docstring)
+
             t = np.asarray(self.trace_ms, dtype=np.float64)
             _require(t.ndim == 1 and len(t) >= 2, f"{p}.trace needs at least 2 arrival times")
             _require(bool(np.all(np.isfinite(t))), f"{p}.trace has a non-finite arrival time")

@@ -16,16 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from model.runtime.inputs import RuntimeHardware, ServiceSpec, Workload
-from model.runtime.serving_kernel import CENTRAL, LEAST_LOADED, RANDOM, ROUND_ROBIN, serving_kernel
+from model.runtime.serving_kernel import serving_kernel
+from model.runtime.serving_rules import SERVING_PLACEMENTS
 from model.runtime.workload import arrival_times_ms, random_streams, service_draws_ms
-
-SERVING_PLACEMENTS = {
-    "round-robin": ROUND_ROBIN,
-    "random": RANDOM,
-    "least-loaded": LEAST_LOADED,
-    "central-queue": CENTRAL,
-}
-"""Placement policies of the continuous scheduler (shape-affinity has no meaning here)."""
 
 
 def _require(ok: bool, message: str) -> None:

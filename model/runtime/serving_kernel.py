@@ -32,9 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from model.runtime.jit import njit
-
-# Placement codes shared with serving.py.
-ROUND_ROBIN, RANDOM, LEAST_LOADED, CENTRAL = 0, 1, 2, 3
+from model.runtime.serving_rules import CENTRAL, LEAST_LOADED
 
 
 @njit(cache=True)

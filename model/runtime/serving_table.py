@@ -31,10 +31,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from model.compiler.blocks import BlockSpec, weight_bytes
+from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import HardwareEnvelope
-from model.compiler.plan import evaluate_plan, resolve_tiles
+from model.compiler.plan import evaluate_plan
+from model.compiler.tiles import resolve_tiles
 from model.runtime.serving import IterationTable
 
 DENSE_UP_TO = 64
@@ -249,35 +250,3 @@ def build_iteration_table(
         compiled_shapes=compiled_shapes, dispatch_us=dispatch_us,
     )  # fmt: skip
     return costs.table(max_num_seqs=max_num_seqs, max_tokens=max_tokens)
-
-
-GPU_MEMORY_UTILIZATION = 0.9
-"""Share of HBM the engine may use for weights and KV cache: vLLM's `gpu_memory_utilization`
-default (vLLM engine arguments); the rest holds activations, graphs and the runtime."""
-
-
-def kv_bytes_per_token(block: BlockSpec) -> int:
-    """KV-cache bytes one token holds over all layers: keys and values of every KV head."""
-    return 2 * block.kv_heads * block.head_dim * block.bytes_per_element * block.layers
-
-
-def weight_bytes_total(block: BlockSpec) -> float:
-    """Parameter bytes of the block's `layers` passes (embeddings and LM head are not part of
-    the block: a Llama-3-8B's two 1.05 GB tables are left out, giving ~16k more KV tokens)."""
-    return sum(weight_bytes(block, op) for op in block.op_names) * block.layers
-
-
-def default_kv_cache_tokens(block: BlockSpec, hbm_gib: float) -> int:
-    """KV-cache tokens per engine that fit in GPU_MEMORY_UTILIZATION of `hbm_gib` after the
-    weights; ValueError (one line) when the HBM size is unknown or the weights do not fit."""
-    if hbm_gib <= 0:
-        raise ValueError(
-            "batch_policy.kv_cache_tokens is required: the hardware gives no hbm_gib to size it"
-        )
-    free = hbm_gib * 2**30 * GPU_MEMORY_UTILIZATION - weight_bytes_total(block)
-    if free <= 0:
-        raise ValueError(
-            f"batch_policy.kv_cache_tokens: the weights ({weight_bytes_total(block) / 2**30:.1f}"
-            f" GiB) leave no room in {GPU_MEMORY_UTILIZATION:.0%} of {hbm_gib:g} GiB of HBM"
-        )
-    return int(free // kv_bytes_per_token(block))

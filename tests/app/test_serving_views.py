@@ -15,7 +15,7 @@ from textual.widgets import Static
 from textual.worker import WorkerState
 
 from model.runtime.serving_profiles import serving_profiles
-from model.runtime.serving_table import kv_bytes_per_token, weight_bytes_total
+from model.runtime.serving_rules import kv_bytes_per_token, weight_bytes_total
 from triage.runs import run_serving_scenario
 from triage.scenario import build_scenario
 from workbench.app import WorkbenchApp

@@ -14,14 +14,14 @@ from model.compiler.blocks import (
     OPS,
     BlockSpec,
     gemm_dims,
-    op_flops,
-    tensor_bytes,
     weight_bytes,
 )
 from model.compiler.fused import tiled_producer
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import preset
-from model.compiler.plan import evaluate_plan, resolve_tiles
+from model.compiler.op_sizes import op_flops, tensor_bytes, tokens
+from model.compiler.plan import evaluate_plan
+from model.compiler.tiles import resolve_tiles
 from model.compiler.worksheet import worksheet
 
 LLAMA2_7B = BlockSpec("llama-decoder", "decode", "bf16", 4096, 32, 32, 128, 11008, 32)
@@ -47,7 +47,7 @@ def test_op_flops_and_weights_match_hand_counts() -> None:
     assert op_flops(prefill, "attention", b, s)[0] == 4 * 4 * 32 * 100 * 100 * 128 / 2
     assert weight_bytes(prefill, "gate_up_proj") == 2 * 14336 * 4096 * 2
     decode = GQA_8B
-    assert decode.tokens(b, s)[0] == 4  # one new token per request
+    assert tokens(decode, b, s)[0] == 4  # one new token per request
     assert op_flops(decode, "attention", b, s)[0] == 4 * 4 * 32 * 1 * 100 * 128
     assert tensor_bytes(decode, "gu", b, s)[0] == 4 * 2 * 14336 * 2
 

@@ -11,9 +11,9 @@ import pytest
 from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
 from model.compiler.hardware import preset
-from model.compiler.plan import KernelMemo, evaluate_plan, resolve_tiles
+from model.compiler.plan import KernelMemo, evaluate_plan
 from model.compiler.service_table import FallbackPolicy, build_service_table
-from model.compiler.tiles import GemmTile
+from model.compiler.tiles import GemmTile, resolve_tiles
 from model.service import ServiceTable
 from packets.examples import example_names, example_path
 from packets.load import load_packet

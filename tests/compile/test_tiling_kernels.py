@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from model.compiler.autotune import best_gemm
+from model.compiler.autotune import best_gemm, gemm_candidates
 from model.compiler.blocks import BlockSpec
 from model.compiler.hardware import preset
 from model.compiler.kernels import (
@@ -19,8 +19,7 @@ from model.compiler.kernels import (
     gemm_phase,
     prologue_fill_s,
 )
-from model.compiler.plan import resolve_tiles
-from model.compiler.tiles import GemmTile, check_gemm_tile, gemm_candidates, gemm_staging_bytes
+from model.compiler.tiles import GemmTile, check_gemm_tile, gemm_staging_bytes, resolve_tiles
 from model.compiler.worksheet import worksheet
 
 A100 = preset("a100-sxm")

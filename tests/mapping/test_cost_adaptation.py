@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.compiler.blocks import BlockSpec, tensor_bytes
+from model.compiler.blocks import BlockSpec
 from model.compiler.fusion import fusion_groups
+from model.compiler.op_sizes import tensor_bytes
 from model.mapping.actions import gain_per_cost, rank_actions, screen, shape_savings
 from model.mapping.adaptation import gain, run_figures
 from model.mapping.cost import (

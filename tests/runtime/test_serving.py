@@ -241,7 +241,7 @@ def test_same_seed_gives_identical_bytes_whatever_the_thread_count() -> None:
 
 def test_every_preset_gives_a_cited_hbm_capacity_and_the_kv_default_follows_it() -> None:
     from model.compiler.hardware import PRESET_SOURCES
-    from model.runtime.serving_table import default_kv_cache_tokens, kv_bytes_per_token
+    from model.runtime.serving_rules import default_kv_cache_tokens, kv_bytes_per_token
 
     for name, sources in PRESET_SOURCES.items():
         assert preset(name).hbm_gib > 0, name
