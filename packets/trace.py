@@ -9,11 +9,13 @@ import io
 import math
 import warnings
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import PacketError, Problem, UsageError
 from .files import TRACE, FileRefused, FileTooLarge, read_regular
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def read_trace(path: Path, label: str | None = None) -> np.ndarray:
@@ -23,6 +25,8 @@ def read_trace(path: Path, label: str | None = None) -> np.ndarray:
     `files.TRACE` cap) and PacketError naming the line of the first bad value otherwise. Errors
     never quote the file's text (a trace path may name any file, /etc/passwd included).
     """
+    import numpy as np  # here, not at the top: a packet without a trace never loads numpy
+
     name = label or str(path)
     try:
         raw = read_regular(path, TRACE, name)

@@ -2,8 +2,8 @@
 number (workbench.entry.one_blas_thread): its idle threads spin ~0.1 s of a core at every start.
 
 The count is read from OpenBLAS itself (its `get_num_threads`, found in the library numpy
-loaded), at the exit of a real `python -m workbench check`, which imports numpy for the model's
-checks.
+loaded), at the exit of a real `python -m workbench worksheet`, which imports numpy for the
+compile-plan model (`check` no longer does: tests/cli/test_start_without_numpy.py).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def blas_threads(chosen: str | None) -> str:
         env["OPENBLAS_NUM_THREADS"] = chosen
     example = str(example_path(DEFAULT_EXAMPLE))
     done = subprocess.run(
-        [sys.executable, "-c", REPORT_AT_EXIT, "check", example],
+        [sys.executable, "-c", REPORT_AT_EXIT, "worksheet", example],
         capture_output=True,
         text=True,
         env=env,

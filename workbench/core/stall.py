@@ -29,10 +29,12 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from packets.files import FileKind, atomic_write
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The report is ~20 KiB (the stacks of WORST_KEPT stalls); written whole or not at all (a reader
 # that polls for the file, as benchmarks/bench_app.py does, must never find it half-written).
@@ -93,7 +95,7 @@ class StallSummary:
 
 
 def summarize(
-    lags_ms: np.ndarray,
+    lags_ms: np.ndarray | list[float],
     interval_ms: float,
     before_first_frame_max_ms: float = 0.0,
     stalls: tuple[Stall, ...] = (),
@@ -101,6 +103,8 @@ def summarize(
 ) -> StallSummary:
     """Statistics of measured lags (ms), all zero for an empty array, naming the WORST_KEPT
     longest of `stalls`."""
+    import numpy as np  # a summary is made at exit; numpy is not one of start-up's imports
+
     lags = np.asarray(lags_ms, dtype=np.float64)
     before = round(float(before_first_frame_max_ms), 3)
     after = round(float(after_quit_max_ms), 3)
@@ -242,7 +246,7 @@ class StallMonitor:
             for index, began, lag_ms, where in self._stalls
             if cut <= index < end
         )
-        lags = np.array(lags_ms[cut:end])
+        lags = lags_ms[cut:end]
         return summarize(lags, self.interval_s * 1000.0, before, stalls, after)
 
     def write_report(self, path: Path) -> None:

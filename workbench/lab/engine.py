@@ -5,8 +5,9 @@ load curves (p99 vs load), worksheets and, for a serving packet, serving runs (t
 scheduler, as `workbench run`); each answer is cached under a key made of everything
 it depends on (the packet's inputs and seed, the configuration, its precision, its label), so
 switching steps never recomputes and an edit that returns to an earlier value costs nothing.
-Methods are thread-safe: the app calls them from worker threads. The model, numba and polars
-are imported on first use, so the app's first frame never waits for them.
+Methods are thread-safe: the app calls them from worker threads. The model, numpy, numba and
+polars are imported on first use, inside the functions that run it, so the app's first frame never
+waits for them.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from packets.candidates import BASELINE, resolve_config, resolve_dtype
 from packets.load import LoadedPacket
 from workbench.core.session import WorkingPacket
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from model.compiler.hardware import HardwareEnvelope
     from model.runtime.serving_profiles import ServingProfiles
     from model.runtime.simulate import RuntimeResult
@@ -38,7 +39,7 @@ WORKING = "working"
 """Label of a configuration edited in the lab and not saved as a candidate."""
 LOAD_FACTORS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 """Multiples of the packet's arrival rate the p99-vs-load curve runs at."""
-LATENCY_PERCENTILES = np.concatenate([np.arange(50, 100), [99.5, 99.9]]).astype(np.float64)
+LATENCY_PERCENTILES = (*(float(p) for p in range(50, 100)), 99.5, 99.9)
 """Percentiles the latency curve is read at (the upper half, where tails and SLAs live)."""
 CACHE_ENTRIES = 64  # per kind of result; a run keeps ~10 KB of series, never per-request arrays
 PREVIEW_ENTRIES = 4  # previews hold a simulation's per-request arrays (~2 MB at 20,000)
@@ -544,12 +545,16 @@ def base_rate_per_s(scenario: Scenario) -> float:
     arrivals = scenario.runtime.workload.arrivals
     if arrivals.rate_per_s is not None:
         return float(arrivals.rate_per_s)
+    import numpy as np
+
     trace = np.asarray(arrivals.trace_ms, dtype=np.float64)
     return float((len(trace) - 1) / (trace[-1] - trace[0]) * 1e3)
 
 
 def compute_preview(subject: Subject) -> LabPreview:
     """Simulate one subject (service tables and the run itself, no summary)."""
+    import numpy as np
+
     from model.runtime.stats import measured, runtime_profiles
     from triage.runs import simulate_scenario
 
@@ -570,6 +575,8 @@ def compute_preview(subject: Subject) -> LabPreview:
 def compute_run(subject: Subject, preview: LabPreview | None = None) -> LabRun:
     """Run one subject: the run summary (with tail attribution), chart profiles, buckets.
     A `preview` of the same subject saves its simulation (the result is the same)."""
+    import numpy as np
+
     from model.compiler.fusion import fusion_groups
     from packets.model_specs import fusion_spec
     from triage.runs import summarize_scenario
@@ -605,8 +612,10 @@ def compute_serving_run(subject: Subject, *, attribution: bool = False) -> Servi
     """Run a serving subject's continuous scheduler (the run `workbench run` shows; with
     `attribution`, its Shapley tail attribution and bottleneck class too, as Diagnose shows)
     and keep its summary and chart series (not its per-request arrays)."""
+    import numpy as np
+
     from model.runtime.serving_profiles import serving_profiles
-    from model.runtime.serving_table import kv_bytes_per_token, weight_bytes_total
+    from model.runtime.serving_rules import kv_bytes_per_token, weight_bytes_total
     from triage.runs import run_serving_scenario
 
     scenario = subject.scenario
@@ -639,6 +648,8 @@ def compute_load_curve(
     true between chunks."""
     import dataclasses
     import os
+
+    import numpy as np
 
     from model.runtime.sweep import run_sweep
 
