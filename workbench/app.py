@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import events
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -44,7 +44,7 @@ from workbench.core.session import (
     set_pending,
 )
 from workbench.core.stall import StallMonitor
-from workbench.core.steps import Progress, Step, screen_class
+from workbench.core.steps import Progress, Step, screen_class, screen_imported
 from workbench.core.theming import apply_theme, load_themes
 from workbench.lab.engine import Lab, is_serving, subject
 
@@ -161,6 +161,7 @@ class WorkbenchApp(App[int]):
         """When the user last pressed a key, clicked or switched steps: start-up work in
         threads waits for a pause (`UserQuiet.wait`), so a step switch keeps the UI thread."""
         self._switching = False  # inside goto_step's switch_mode (`delay_update`)
+        self._importing_step: str | None = None  # a step shown once its module imports
         self._held: StepScreen | None = None  # the first visit updates are held for
         self.step_screens: dict[str, StepScreen] = {}
         """The step screens built so far, by step id (each is built once, on its first visit,
@@ -218,6 +219,7 @@ class WorkbenchApp(App[int]):
             self.set_interval(HANGUP_POLL_S, self._check_hangup, name="hangup-poll")
         if self._stall_monitor is not None:
             self.run_worker(self._stall_monitor.run(), name="stall-monitor", exit_on_error=False)
+        screen_class(self.steps[0])  # imported here: the first frame is the first step's
         self.goto_step(self.steps[0].id)
         self._update_subtitle()
         for warning in self._startup_warnings:
@@ -545,8 +547,23 @@ class WorkbenchApp(App[int]):
         ]
 
     def goto_step(self, step_id: str) -> None:
-        """Show step `step_id` (the one being left counts as visited)."""
-        if step_id == self.current_step or step_id not in self._modes:
+        """Show step `step_id` (the one being left counts as visited).
+
+        A step whose screen module is not imported yet (the user was faster than the start-up
+        thread that imports them, `_load_screens`) is shown once a thread has imported it
+        (`_import_step`): a first visit of Baseline imports numpy, the charts and the lab's
+        views, 100-130 ms on the UI thread, held in one piece. Meanwhile the UI keeps
+        running, and the last step asked for is the one shown."""
+        if step_id not in self._modes:
+            return
+        step = next(s for s in self.steps if s.id == step_id)
+        if not screen_imported(step):
+            self._importing_step = step_id
+            self.quiet.touch()
+            self._import_step(step)
+            return
+        self._importing_step = None
+        if step_id == self.current_step:
             return
         if self.current_step:
             self.left = self.left | {self.current_step}
@@ -585,9 +602,32 @@ class WorkbenchApp(App[int]):
             if not self._batch_count:
                 self.screen.refresh()
 
+    @work(thread=True, exclusive=True, group="import-step", exit_on_error=False)
+    def _import_step(self, step: Step) -> None:
+        """Import a step's screen module and what it imports on first use, then show the step
+        if it is still the one asked for (a later key may have chosen another)."""
+        try:
+            with collector_paused():
+                cls = screen_class(step)
+                if cls is not None and issubclass(cls, StepScreen):
+                    cls.preload()
+        finally:  # a failed import is raised again on the UI thread, by the switch itself
+            with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile
+                self.call_from_thread(self._step_imported, step)
+
+    def _step_imported(self, step: Step) -> None:
+        if self._importing_step != step.id:
+            return  # stale: another step was asked for meanwhile
+        self._importing_step = None
+        if isinstance(self.screen, ModalScreen):
+            return  # a dialog opened meanwhile: step keys are off under it
+        if not screen_imported(step):  # the import failed: show its error as a switch would
+            screen_class(step)
+        self.goto_step(step.id)
+
     def _step_offset(self, offset: int) -> None:
         ids = [step.id for step in self.steps]
-        index = ids.index(self.current_step) + offset
+        index = ids.index(self._importing_step or self.current_step) + offset
         if 0 <= index < len(ids):
             self.goto_step(ids[index])
 

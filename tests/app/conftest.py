@@ -13,12 +13,26 @@ from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.core.session import WorkingPacket, open_working
+from workbench.core.steps import screen_class
+from workbench.screens.base import StepScreen
 from workbench.screens.registry import default_steps
 
 SMALL, LARGE = (80, 24), (160, 48)
 # Steps without the Packet step's long form: a lighter app for tests of keys, themes and
 # dialogs (which the step list, being data, must support anyway).
 LIGHT_STEPS = default_steps()[1:]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def step_screens_imported() -> None:
+    """Every step's screen module imported, with what it imports on first use, as the app's
+    start-up thread does (`WorkbenchApp._load_screens`): a step switch in a test then shows the
+    step at once, whichever test ran first. The switch to a step not yet imported (shown once a
+    thread has imported it) is tested with loaders of its own (test_step_switch.py)."""
+    for step in default_steps():
+        cls = screen_class(step)
+        if cls is not None and issubclass(cls, StepScreen):
+            cls.preload()
 
 
 @pytest.fixture

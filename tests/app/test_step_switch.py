@@ -6,18 +6,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from textual.geometry import Size
+from textual.screen import Screen
+from textual.widgets import Static
 
 from workbench.app import WorkbenchApp
 from workbench.core.form import input_fields
 from workbench.core.quiet import UserQuiet
+from workbench.core.steps import LazyScreen, Step, screen_class
 from workbench.screens.packet import PacketScreen, editor_id
 from workbench.widgets.field_editor import FieldEditor
 from workbench.widgets.step_list import DONE_MARK, StepList, StepRow
 
-from .conftest import SMALL, settle
+from .conftest import LIGHT_STEPS, SMALL, settle
 
 MakeApp = Callable[..., WorkbenchApp]
 
@@ -177,3 +181,54 @@ async def test_only_a_new_terminal_size_lays_the_screen_out_again(
         await pilot.pause(0.1)
         assert Size(SMALL[0] + 20, SMALL[1]) in layouts
         assert form.size.width == width + 20
+
+
+def gated_steps(release: threading.Event, threads: list[bool]) -> tuple[Step, ...]:
+    """LIGHT_STEPS with the second step's screen behind a loader that has not run in this
+    process: it records whether it ran on the UI thread and waits for `release` (an import
+    the user is faster than)."""
+    second = LIGHT_STEPS[1]
+
+    def slow_import() -> type[Screen]:
+        threads.append(threading.current_thread() is threading.main_thread())
+        release.wait(10.0)
+        cls = screen_class(second)
+        assert cls is not None
+        return cls
+
+    return (LIGHT_STEPS[0], replace(second, screen=LazyScreen(slow_import)), *LIGHT_STEPS[2:])
+
+
+async def test_a_step_not_imported_yet_shows_once_a_thread_has_imported_it(
+    make_app: MakeApp,
+) -> None:
+    release, threads = threading.Event(), []
+    steps = gated_steps(release, threads)
+    app = make_app(steps=steps)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+n")  # the UI loop goes on while the import waits
+        await pilot.pause(0.1)
+        assert threads == [False]  # off the UI thread
+        assert app.current_step == steps[0].id
+        release.set()
+        await settle(app, pilot)
+        assert app.current_step == steps[1].id
+        assert str(app.screen.query_one(".step-title", Static).content) == f"2 · {steps[1].title}"
+
+
+async def test_a_later_key_wins_over_an_import_still_running(make_app: MakeApp) -> None:
+    """ctrl+n twice: the first asks for a step still importing, the second counts from it and
+    shows the step after it at once (imported already); the import's end changes nothing."""
+    release, threads = threading.Event(), []
+    steps = gated_steps(release, threads)
+    app = make_app(steps=steps)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+n", "ctrl+n")
+        await pilot.pause()
+        assert app.current_step == steps[2].id
+        release.set()
+        await settle(app, pilot)
+        assert app.current_step == steps[2].id
+        assert threads and not any(threads)  # (the start-up import thread may run it too)

@@ -55,6 +55,11 @@ class Step:
     done: Callable[[Progress], bool]
 
 
+_LOADED: set[Callable[[], type[Screen]]] = set()
+"""Loaders that have returned a class in this process: their modules are imported (a record of
+the interpreter's own, process-wide, module table; added to from any thread)."""
+
+
 @dataclass(frozen=True)
 class LazyScreen:
     """A step's screen factory whose class is imported on first use.
@@ -66,7 +71,18 @@ class LazyScreen:
     load: Callable[[], type[Screen]]
 
     def __call__(self, step: Step) -> Screen:
-        return self.load()(step)  # type: ignore[call-arg]
+        return self.screen_class()(step)  # type: ignore[call-arg]
+
+    def screen_class(self) -> type[Screen]:
+        """The class, imported now if it is not yet."""
+        cls = self.load()
+        _LOADED.add(self.load)
+        return cls
+
+    @property
+    def loaded(self) -> bool:
+        """The class has been imported (a first use now costs no import)."""
+        return self.load in _LOADED
 
 
 def screen_class(step: Step) -> type[Screen] | None:
@@ -74,8 +90,14 @@ def screen_class(step: Step) -> type[Screen] | None:
     neither a class nor a `LazyScreen`."""
     factory = step.screen
     if isinstance(factory, LazyScreen):
-        return factory.load()
+        return factory.screen_class()
     return factory if isinstance(factory, type) else None
+
+
+def screen_imported(step: Step) -> bool:
+    """Showing the step's screen imports nothing more: its class is loaded (or not lazy)."""
+    factory = step.screen
+    return factory.loaded if isinstance(factory, LazyScreen) else True
 
 
 def packet_done(progress: Progress) -> bool:

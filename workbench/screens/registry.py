@@ -5,7 +5,8 @@ Each step names its screen factory and a done-predicate over the app's `Progress
 builds its modes, the step list, the jump keys (1-9) and the palette entries from this list.
 Screens are named lazily (`LazyScreen`, one small loader each): start-up imports only the first
 step's screen, and the app imports the others off the UI thread after the first frame
-(`WorkbenchApp._load_screens`), so neither the first frame nor a step switch waits for them.
+(`WorkbenchApp._load_screens`); a step asked for before then is imported on a thread of its own
+and shown once it is (`WorkbenchApp._import_step`), so the UI thread never imports a step.
 """
 
 from __future__ import annotations
