@@ -466,9 +466,11 @@ Start-up work in threads (the
 other steps' modules, `StepScreen.preload`; the numba warm-up) waits until the user pauses 0.4 s
 (`workbench/core/quiet.py`): it took the interpreter lock from the UI thread while the walk
 switched steps. A step's own model work before the warm-up has run waits until the user stays on
-that step 0.4 s (or pauses), then has the warm-up load the model once. So the walk's first
-visits import their own modules (Baseline ~50 ms) and the model loads while the walk tunes in
-Tune: the worst walk stalls are there, numba loading in a thread. Not done: building screens
+that step 0.4 s (or pauses), then has the warm-up load the model once. A step whose screen
+module is not imported yet when the user asks for it (the walk's ctrl+n comes ~20 ms after the
+first frame, before that thread) is imported on a thread of its own and shown once it is
+(`WorkbenchApp._import_step`; a later key wins): Baseline's first visit imports numpy, plotext and
+the lab's views, ~120 ms that had stalled the UI loop in one piece. Not done: building screens
 ahead of time (Textual composes a screen only once it is pushed or its mode shown; starting one
 off the stack would need its private `_register`, and its layout and first render still wait
 for the switch).
@@ -481,6 +483,16 @@ while the Packet form mounted its pieces: ctrl+n 0.3 s after the first frame rea
 in 174-232 ms instead of 100, and the tmux walk's worst stall rose 64 -> 164 ms. The child's
 checks did run on the second core, but the app needs numpy itself within its first second, and
 with one interpreter lock its import only moved, onto what the user does first.
+
+Landed since (issue 12): numpy is not imported before the first frame, and no step switch imports
+on the UI thread. The model's packet checks use its numpy-free modules (`model.compiler.blocks`,
+`tiles`, `fusion`, `hardware`, `model.runtime.inputs`, `serving_rules`; the array forms are in
+`op_sizes.py` and `autotune.py`), so `workbench open` checks the packet itself, once, with no
+child; the lab, the stall summary and arrival traces import numpy where they use it; and a first
+visit's imports run on a thread (above). Warm start 653 -> 597 ms (10 interleaved starts against
+df4160f, on a host ~5% slower than the reference), and the walk's worst stall, 55-67 ms in the
+five walks before, is 34-38 ms: numpy now loads on a thread, while the first switch of a walk
+waits for it (the slowest switch in the table).
 
 The walk's statistics run from the first frame on (`StallMonitor.first_frame`): before it nothing
 is on screen and no key is read, and that time is the start-up the warm-start row times; its
