@@ -44,7 +44,7 @@ from workbench.core.session import (
     set_pending,
 )
 from workbench.core.stall import StallMonitor
-from workbench.core.steps import Progress, Step, screen_class, screen_imported
+from workbench.core.steps import Progress, Step, import_screen, screen_class, screen_imported
 from workbench.core.theming import apply_theme, load_themes
 from workbench.lab.engine import Lab, is_serving, subject
 
@@ -219,8 +219,7 @@ class WorkbenchApp(App[int]):
             self.set_interval(HANGUP_POLL_S, self._check_hangup, name="hangup-poll")
         if self._stall_monitor is not None:
             self.run_worker(self._stall_monitor.run(), name="stall-monitor", exit_on_error=False)
-        screen_class(self.steps[0])  # imported here: the first frame is the first step's
-        self.goto_step(self.steps[0].id)
+        self._show_step(self.steps[0].id)  # imported here: the first frame is this step's
         self._update_subtitle()
         for warning in self._startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
@@ -243,15 +242,13 @@ class WorkbenchApp(App[int]):
         """Import every step's screen module and what it imports on first use
         (`StepScreen.preload`), off the UI thread: the first frame needs only the first
         step's, and a first visit then finds its modules loaded. One step's modules at a
-        time, each once the user pauses (`quiet`): a step switch made meanwhile imports what
-        it needs itself rather than waiting for the interpreter lock behind this thread."""
+        time, each once the user pauses (`quiet`): a step asked for meanwhile is imported on a
+        thread of its own (`_import_step`) rather than waiting behind this one."""
         for step in self.steps:
             if not self.quiet.wait():
                 return
-            cls = screen_class(step)
-            if cls is not None and issubclass(cls, StepScreen):
-                with collector_paused():
-                    cls.preload()
+            with collector_paused():
+                import_screen(step)
 
     def _warm_up_lab(self) -> None:
         """After the first frame: load the model and its numba kernels and run the baseline in
@@ -557,11 +554,15 @@ class WorkbenchApp(App[int]):
         if step_id not in self._modes:
             return
         step = next(s for s in self.steps if s.id == step_id)
-        if not screen_imported(step):
+        if step_id not in self.step_screens and not screen_imported(step):
             self._importing_step = step_id
             self.quiet.touch()
             self._import_step(step)
             return
+        self._show_step(step_id)
+
+    def _show_step(self, step_id: str) -> None:
+        """Switch to step `step_id`'s mode (building its screen on a first visit)."""
         self._importing_step = None
         if step_id == self.current_step:
             return
@@ -608,9 +609,7 @@ class WorkbenchApp(App[int]):
         if it is still the one asked for (a later key may have chosen another)."""
         try:
             with collector_paused():
-                cls = screen_class(step)
-                if cls is not None and issubclass(cls, StepScreen):
-                    cls.preload()
+                import_screen(step)
         finally:  # a failed import is raised again on the UI thread, by the switch itself
             with contextlib.suppress(RuntimeError):  # the app may have exited meanwhile
                 self.call_from_thread(self._step_imported, step)
@@ -621,9 +620,7 @@ class WorkbenchApp(App[int]):
         self._importing_step = None
         if isinstance(self.screen, ModalScreen):
             return  # a dialog opened meanwhile: step keys are off under it
-        if not screen_imported(step):  # the import failed: show its error as a switch would
-            screen_class(step)
-        self.goto_step(step.id)
+        self._show_step(step.id)  # (a failed import fails again here, as a switch would)
 
     def _step_offset(self, offset: int) -> None:
         ids = [step.id for step in self.steps]

@@ -13,8 +13,7 @@ from packets.examples import DEFAULT_EXAMPLE, example_bytes
 from packets.load import load_packet
 from workbench.app import WorkbenchApp, WorkbenchOptions
 from workbench.core.session import WorkingPacket, open_working
-from workbench.core.steps import screen_class
-from workbench.screens.base import StepScreen
+from workbench.core.steps import import_screen
 from workbench.screens.registry import default_steps
 
 SMALL, LARGE = (80, 24), (160, 48)
@@ -30,9 +29,7 @@ def step_screens_imported() -> None:
     step at once, whichever test ran first. The switch to a step not yet imported (shown once a
     thread has imported it) is tested with loaders of its own (test_step_switch.py)."""
     for step in default_steps():
-        cls = screen_class(step)
-        if cls is not None and issubclass(cls, StepScreen):
-            cls.preload()
+        import_screen(step)
 
 
 @pytest.fixture

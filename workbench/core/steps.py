@@ -55,9 +55,10 @@ class Step:
     done: Callable[[Progress], bool]
 
 
-_LOADED: set[Callable[[], type[Screen]]] = set()
-"""Loaders that have returned a class in this process: their modules are imported (a record of
-the interpreter's own, process-wide, module table; added to from any thread)."""
+_IMPORTED: set[Callable[[], type[Screen]]] = set()
+"""Loaders whose screen class and first-use imports (`import_screen`) are loaded in this
+process: a record of the interpreter's own, process-wide, module table, added to from any
+thread."""
 
 
 @dataclass(frozen=True)
@@ -71,18 +72,7 @@ class LazyScreen:
     load: Callable[[], type[Screen]]
 
     def __call__(self, step: Step) -> Screen:
-        return self.screen_class()(step)  # type: ignore[call-arg]
-
-    def screen_class(self) -> type[Screen]:
-        """The class, imported now if it is not yet."""
-        cls = self.load()
-        _LOADED.add(self.load)
-        return cls
-
-    @property
-    def loaded(self) -> bool:
-        """The class has been imported (a first use now costs no import)."""
-        return self.load in _LOADED
+        return self.load()(step)  # type: ignore[call-arg]
 
 
 def screen_class(step: Step) -> type[Screen] | None:
@@ -90,14 +80,26 @@ def screen_class(step: Step) -> type[Screen] | None:
     neither a class nor a `LazyScreen`."""
     factory = step.screen
     if isinstance(factory, LazyScreen):
-        return factory.screen_class()
+        return factory.load()
     return factory if isinstance(factory, type) else None
 
 
+def import_screen(step: Step) -> None:
+    """Import the step's screen class and the modules it imports on first use (its
+    `preload`, a StepScreen's), so that showing it imports nothing more (`screen_imported`)."""
+    cls = screen_class(step)
+    preload = getattr(cls, "preload", None)
+    if preload is not None:
+        preload()
+    if isinstance(step.screen, LazyScreen):
+        _IMPORTED.add(step.screen.load)
+
+
 def screen_imported(step: Step) -> bool:
-    """Showing the step's screen imports nothing more: its class is loaded (or not lazy)."""
+    """Showing the step's screen imports nothing: `import_screen` has run for it in this
+    process (a factory that is not a `LazyScreen` counts as imported)."""
     factory = step.screen
-    return factory.loaded if isinstance(factory, LazyScreen) else True
+    return factory.load in _IMPORTED if isinstance(factory, LazyScreen) else True
 
 
 def packet_done(progress: Progress) -> bool:
