@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from packets.examples import DEFAULT_EXAMPLE, example_bytes
+from packets.examples import DEFAULT_EXAMPLE, example_bytes, example_names
 from workbench.cli import COMMANDS, command_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def probe(*argv: str, cwd: Path) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("example", [DEFAULT_EXAMPLE, "llm-serving-continuous"])
+@pytest.mark.parametrize("example", example_names())
 def test_check_imports_its_own_module_only(tmp_path: Path, example: str) -> None:
     """The model's checks (hardware, block, fusion, tiles, the serving scheduler's placements and
     KV cache) use its numpy- and numba-free modules: checking a serving packet once imported
